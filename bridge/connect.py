@@ -1,0 +1,112 @@
+"""Opening the two worlds, with bounded retries and messages an operator can act on."""
+
+from __future__ import annotations
+
+import logging
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from tenacity import (
+    RetryCallState,
+    retry,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
+from bridge.config import KafkaSettings, ZooKeeperSettings
+
+log = logging.getLogger(__name__)
+
+
+class Unreachable(RuntimeError):
+    """A server could not be reached after the configured retries."""
+
+
+def _log_retry(what: str, address: str):
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "%s at %s not reachable (attempt %d: %s); retrying in %.1fs",
+            what,
+            address,
+            state.attempt_number,
+            type(exc).__name__ if exc else "?",
+            state.next_action.sleep if state.next_action else 0,
+        )
+
+    return before_sleep
+
+
+def zk_client(settings: ZooKeeperSettings) -> KazooClient:
+    """A kazoo client with credentials applied (not yet started)."""
+    auth = []
+    if settings.auth_scheme == "digest" and settings.username:
+        secret = settings.password.get_secret_value() if settings.password else ""
+        auth.append(("digest", f"{settings.username}:{secret}"))
+    kwargs = {}
+    if settings.auth_scheme == "sasl":
+        kwargs["sasl_options"] = {
+            "mechanism": "DIGEST-MD5",
+            "username": settings.username,
+            "password": settings.password.get_secret_value() if settings.password else "",
+        }
+    return KazooClient(
+        hosts=settings.connect,
+        timeout=settings.session_timeout_s,
+        auth_data=auth or None,
+        **kwargs,
+    )
+
+
+def connect_zookeeper(settings: ZooKeeperSettings, attempts: int = 5) -> KazooClient:
+    """Start a ZooKeeper session, retrying with exponential backoff."""
+
+    @retry(
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=0.5, max=8),
+        retry=retry_if_exception_type(KazooTimeoutError),
+        before_sleep=_log_retry("ZooKeeper", settings.connect),
+        reraise=True,
+    )
+    def _start() -> KazooClient:
+        client = zk_client(settings)
+        try:
+            client.start(timeout=settings.connection_timeout_s)
+        except KazooTimeoutError:
+            client.close()
+            raise
+        return client
+
+    try:
+        return _start()
+    except KazooTimeoutError:
+        raise Unreachable(
+            f"ZooKeeper at {settings.connect} did not answer after {attempts} attempts"
+        ) from None
+
+
+def connect_kafka(settings: KafkaSettings, attempts: int = 5) -> KafkaAdminClient:
+    """An admin client bootstrapped against the cluster, retrying with backoff."""
+
+    @retry(
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=0.5, max=8),
+        retry=retry_if_exception_type(KafkaError),
+        before_sleep=_log_retry("Kafka", settings.bootstrap_servers),
+        reraise=True,
+    )
+    def _start() -> KafkaAdminClient:
+        return KafkaAdminClient(
+            bootstrap_timeout_ms=settings.request_timeout_ms, **settings.client_options()
+        )
+
+    try:
+        return _start()
+    except KafkaError as exc:
+        raise Unreachable(
+            f"Kafka at {settings.bootstrap_servers} did not answer after {attempts} attempts "
+            f"({type(exc).__name__})"
+        ) from None

@@ -1,0 +1,149 @@
+"""From "what ZooKeeper should hold" to the exact writes that get it there.
+
+Pure: every flow computes a desired tree from its Kafka view, and this module turns the
+difference with the known tree into an ordered list of ZooKeeper operations. Ownership (I4)
+is decided here: a node the bridge did not create is never set or deleted, only reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import AbstractSet
+
+
+@dataclass(frozen=True)
+class Node:
+    """A znode as ZooKeeper holds it now."""
+
+    data: bytes
+    version: int = 0
+    ephemeral_owner: int = 0
+
+
+@dataclass(frozen=True)
+class Desired:
+    """A znode as a flow wants it.
+
+    ``structural`` nodes (``/brokers/ids``, ``/consumers/<g>``) only need to exist: the bridge
+    creates them when missing but never rewrites or reports one that someone else made.
+    """
+
+    data: bytes = b""
+    ephemeral: bool = False
+    structural: bool = False
+
+
+@dataclass(frozen=True)
+class Create:
+    path: str
+    data: bytes
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True)
+class SetData:
+    path: str
+    data: bytes
+    version: int
+
+
+@dataclass(frozen=True)
+class Delete:
+    path: str
+    version: int
+
+
+ZkOp = Create | SetData | Delete
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A node the bridge wanted to write but must not (I4); reported, never forced."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Plan:
+    ops: list[ZkOp] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.ops)
+
+
+def depth(path: str) -> int:
+    return path.count("/")
+
+
+def parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == r or path.startswith(r + "/") for r in roots)
+
+
+def plan_writes(
+    desired: Mapping[str, Desired],
+    current: Mapping[str, Node],
+    owned: AbstractSet[str],
+    session_id: int,
+) -> Plan:
+    """Order the writes that turn ``current`` into ``desired`` within the owned scope.
+
+    ``current`` holds the nodes known to exist among the desired and owned paths; a path
+    absent from it does not exist. ``owned`` is the flow's part of the bridge's ledger:
+    only those nodes may be changed or deleted. Deletes come first, deepest first; then
+    creates and updates, parents before children. A desired ephemeral still held by an
+    earlier session of the bridge is deleted and created again, so that it dies with us.
+    """
+    plan = Plan()
+    blocked: list[str] = []  # conflicting paths: nothing is created beneath them
+    creates: list[ZkOp] = []
+    replaced: list[Delete] = []
+
+    for path in sorted(desired, key=lambda p: (depth(p), p)):
+        want = desired[path]
+        if _under(path, blocked):
+            plan.conflicts.append(Conflict(path, "parent is held by another writer"))
+            continue
+        have = current.get(path)
+        if have is None:
+            creates.append(Create(path, want.data, want.ephemeral))
+            continue
+        if want.structural:
+            continue
+        if path not in owned:
+            if have.data != want.data or bool(have.ephemeral_owner) != want.ephemeral:
+                plan.conflicts.append(Conflict(path, "exists and was not written by the bridge"))
+                blocked.append(path)
+            continue
+        if want.ephemeral and have.ephemeral_owner != session_id:
+            replaced.append(Delete(path, have.version))
+            creates.append(Create(path, want.data, True))
+        elif not want.ephemeral and have.ephemeral_owner:
+            replaced.append(Delete(path, have.version))
+            creates.append(Create(path, want.data, False))
+        elif have.data != want.data:
+            creates.append(SetData(path, want.data, have.version))
+
+    stale = [p for p in owned if p not in desired and p in current]
+    deletes = [Delete(p, current[p].version) for p in stale]
+    deletes.extend(replaced)
+    deletes.sort(key=lambda op: (-depth(op.path), op.path))
+    plan.ops = [*deletes, *creates]
+    return plan
+
+
+def apply_to(current: dict[str, Node], op: ZkOp, version: int, session_id: int) -> None:
+    """Update a known tree after ``op`` succeeded (``version`` is the node's new version)."""
+    match op:
+        case Create(path, data, ephemeral):
+            current[path] = Node(data, 0, session_id if ephemeral else 0)
+        case SetData(path, data, _):
+            current[path] = Node(data, version, current[path].ephemeral_owner)
+        case Delete(path, _):
+            current.pop(path, None)

@@ -1,0 +1,159 @@
+"""Flow F1's decision: the legacy ``/brokers`` registry a Kafka cluster view implies.
+
+Pure. Given the cluster view and what ZooKeeper holds, returns the desired nodes, or a
+refusal when a live ZooKeeper-mode cluster owns the registry (the bridge never fights real
+brokers). Foreign nodes that do not even decode are reported as bad input (I5) and left
+alone; the rest of the registry is still mirrored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import AbstractSet
+
+import zkpaths
+from bridge.decide.plan import Desired, Node
+from bridge.kafka.views import ClusterView
+
+#: every path the registry flow may own lives under one of these
+SCOPE = ("/brokers", "/controller", "/controller_epoch", "/cluster")
+
+
+@dataclass(frozen=True)
+class BadNode:
+    """A node written by someone else that is not valid legacy data."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class RegistryDecision:
+    desired: dict[str, Desired] = field(default_factory=dict)
+    #: set when the bridge must not write the registry at all, with the reason
+    refusal: str | None = None
+    bad_nodes: list[BadNode] = field(default_factory=list)
+
+
+def _structural(*paths: str) -> dict[str, Desired]:
+    return {p: Desired(structural=True) for p in paths}
+
+
+def _timestamp(current: Node | None, fresh: bytes, now_ms: int, broker_id: int) -> int:
+    """Keep the timestamp of an unchanged registration, as a re-registering broker would not."""
+    if current is None:
+        return now_ms
+    try:
+        old = zkpaths.decode_broker(broker_id, current.data)
+        new = zkpaths.decode_broker(broker_id, fresh)
+    except zkpaths.CodecError:
+        return now_ms
+    same = old.endpoints == new.endpoints and old.rack == new.rack and old.host == new.host
+    return old.timestamp_ms if same else now_ms
+
+
+def foreign_brokers(
+    current: Mapping[str, Node], owned: AbstractSet[str]
+) -> tuple[list[int], list[BadNode]]:
+    """Live broker registrations the bridge did not write, and foreign garbage under /ids."""
+    live: list[int] = []
+    bad: list[BadNode] = []
+    prefix = zkpaths.BROKER_IDS + "/"
+    for path, node in sorted(current.items()):
+        if not path.startswith(prefix) or path in owned or "/" in path[len(prefix) :]:
+            continue
+        name = path[len(prefix) :]
+        try:
+            broker_id = int(name)
+            zkpaths.decode_broker(broker_id, node.data)
+        except ValueError:
+            bad.append(BadNode(path, f"broker id {name!r} is not a number"))
+            continue
+        except zkpaths.CodecError as exc:
+            bad.append(BadNode(path, str(exc)))
+            continue
+        live.append(broker_id)
+    return live, bad
+
+
+def decide_registry(
+    view: ClusterView,
+    current: Mapping[str, Node],
+    owned: AbstractSet[str],
+    now_ms: int,
+) -> RegistryDecision:
+    """The registry nodes for ``view``; ``current`` and ``owned`` come from ZooKeeper."""
+    decision = RegistryDecision()
+    live, decision.bad_nodes = foreign_brokers(current, owned)
+    if live:
+        decision.refusal = (
+            f"live broker registrations not written by the bridge under {zkpaths.BROKER_IDS} "
+            f"(ids {live}): a ZooKeeper-mode Kafka cluster owns this registry, "
+            "so the bridge will not write it"
+        )
+        return decision
+    bad_paths = {b.path for b in decision.bad_nodes}
+
+    d = decision.desired
+    d.update(_structural("/brokers", zkpaths.BROKER_IDS, zkpaths.BROKER_TOPICS, "/cluster"))
+    for broker in view.brokers.values():
+        path = zkpaths.broker_path(broker.broker_id)
+        if path in bad_paths:
+            continue  # someone else's garbage sits there; reported, left alone
+        endpoint = f"{broker.security_protocol}://{broker.host}:{broker.port}"
+        reg = zkpaths.BrokerRegistration(
+            broker_id=broker.broker_id,
+            host=broker.host,
+            port=broker.port,
+            endpoints=(endpoint,),
+            jmx_port=-1,
+            timestamp_ms=now_ms,
+            rack=broker.rack,
+            listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
+        )
+        fresh = zkpaths.encode_broker(reg)
+        ts = _timestamp(current.get(path), fresh, now_ms, broker.broker_id)
+        if ts != now_ms:
+            fresh = zkpaths.encode_broker(
+                zkpaths.BrokerRegistration(**{**reg.__dict__, "timestamp_ms": ts})
+            )
+        d[path] = Desired(fresh, ephemeral=True)
+
+    for topic in view.topics.values():
+        assignment = zkpaths.TopicAssignment(
+            partitions={p: pv.replicas for p, pv in topic.partitions.items()},
+            topic_id=topic.topic_id,
+        )
+        d[zkpaths.topic_path(topic.name)] = Desired(zkpaths.encode_topic(assignment))
+        d[zkpaths.partitions_path(topic.name)] = Desired(b"")
+        for p, pv in topic.partitions.items():
+            d[zkpaths.partition_path(topic.name, p)] = Desired(b"")
+            state = zkpaths.PartitionState(
+                leader=pv.leader,
+                leader_epoch=pv.leader_epoch,
+                isr=pv.isr,
+                controller_epoch=view.controller_epoch,
+            )
+            d[zkpaths.partition_state_path(topic.name, p)] = Desired(
+                zkpaths.encode_partition_state(state)
+            )
+
+    if view.controller_id >= 0:
+        old = current.get(zkpaths.CONTROLLER)
+        ts = now_ms
+        if old is not None:
+            try:
+                prev = zkpaths.decode_controller(old.data)
+                if prev.broker_id == view.controller_id:
+                    ts = prev.timestamp_ms
+            except zkpaths.CodecError:
+                pass
+        d[zkpaths.CONTROLLER] = Desired(
+            zkpaths.encode_controller(zkpaths.ControllerRegistration(view.controller_id, ts)),
+            ephemeral=True,
+        )
+    d[zkpaths.CONTROLLER_EPOCH] = Desired(zkpaths.encode_controller_epoch(view.controller_epoch))
+    if view.cluster_id:
+        d[zkpaths.CLUSTER_ID] = Desired(zkpaths.encode_cluster_id(view.cluster_id))
+    return decision

@@ -1,0 +1,430 @@
+"""A local stack of real servers: one ZooKeeper and a 3-node KRaft Kafka, all on loopback.
+
+Every process is a plain ``java -cp`` child started in its own session, with its config,
+data and log under one directory. The directory's ``stack.json`` records what was started
+(pids, ports, cluster id), which makes ``up`` idempotent and lets ``down`` stop only what
+this stack started.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bridge.devstack.maven import ensure_classpath
+
+KAFKA_NODES = (1, 2, 3)
+
+LOG4J = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${logfile}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+"""
+
+
+class StackError(RuntimeError):
+    """The stack could not be started or is not healthy; the message says which process."""
+
+
+@dataclass
+class Ports:
+    """Loopback ports of the stack. Defaults avoid the well-known 2181/9092."""
+
+    zookeeper: int = 22181
+    brokers: tuple[int, int, int] = (29092, 29093, 29094)
+    controllers: tuple[int, int, int] = (29192, 29193, 29194)
+
+    @classmethod
+    def free(cls) -> Ports:
+        """Seven currently free loopback ports, for test stacks beside a dev stack."""
+        socks = []
+        try:
+            for _ in range(7):
+                s = socket.socket()
+                s.bind(("127.0.0.1", 0))
+                socks.append(s)
+            p = [s.getsockname()[1] for s in socks]
+        finally:
+            for s in socks:
+                s.close()
+        return cls(zookeeper=p[0], brokers=(p[1], p[2], p[3]), controllers=(p[4], p[5], p[6]))
+
+
+@dataclass
+class StackState:
+    ports: Ports
+    cluster_id: str
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> StackState:
+        raw = json.loads(path.read_text())
+        p = raw["ports"]
+        ports = Ports(p["zookeeper"], tuple(p["brokers"]), tuple(p["controllers"]))
+        return cls(ports=ports, cluster_id=raw["cluster_id"], pids=raw.get("pids", {}))
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    java = shutil.which("java")
+    if not java:
+        raise StackError("no 'java' found (set JAVA_HOME or install a JDK 17+)")
+    return java
+
+
+def _port_open(port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def zk_four_letter(port: int, word: str = "ruok", timeout: float = 1.0) -> str:
+    """Send a ZooKeeper four-letter command; '' when the server does not answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Devstack:
+    """Start, inspect and stop the local stack rooted at ``directory``."""
+
+    def __init__(self, directory: Path | str, ports: Ports | None = None) -> None:
+        self.dir = Path(directory).resolve()
+        self.state_file = self.dir / "stack.json"
+        if self.state_file.exists():
+            self.state = StackState.load(self.state_file)
+        else:
+            self.state = StackState(ports=ports or Ports(), cluster_id=_new_cluster_id())
+
+    # ---- addresses -----------------------------------------------------------------
+    @property
+    def zk_connect(self) -> str:
+        return f"127.0.0.1:{self.state.ports.zookeeper}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.state.ports.brokers)
+
+    def broker_port(self, node_id: int) -> int:
+        return self.state.ports.brokers[node_id - 1]
+
+    # ---- lifecycle -----------------------------------------------------------------
+    def up(self, timeout: float = 180.0) -> None:
+        """Start whatever is not running and wait until everything answers."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        classpath = ensure_classpath("kafka")
+        if not self.alive("zookeeper"):
+            self._start_zookeeper(classpath)
+        for node in KAFKA_NODES:
+            if not self.alive(f"kafka-{node}"):
+                self._start_kafka(node, classpath)
+        self.state.save(self.state_file)
+        self.wait_healthy(timeout)
+
+    def down(self, timeout: float = 30.0) -> list[str]:
+        """Stop the processes this stack started (and only those); return their names."""
+        names = [n for n in self.state.pids if self.alive(n)]
+        for name in names:
+            self._signal(name, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while self.alive(name) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if self.alive(name):
+                self._signal(name, signal.SIGKILL)
+        for name in names:
+            self._reap(name)
+        self.state.pids.clear()
+        if self.dir.exists():
+            self.state.save(self.state_file)
+        return names
+
+    def status(self) -> dict:
+        """Health of each process and the addresses clients use."""
+        procs = {}
+        zk = self.state.ports.zookeeper
+        procs["zookeeper"] = {
+            "pid": self.state.pids.get("zookeeper"),
+            "running": self.alive("zookeeper"),
+            "healthy": zk_four_letter(zk) == "imok",
+            "port": zk,
+        }
+        for node in KAFKA_NODES:
+            name, port = f"kafka-{node}", self.broker_port(node)
+            procs[name] = {
+                "pid": self.state.pids.get(name),
+                "running": self.alive(name),
+                "healthy": self.alive(name) and _port_open(port),
+                "port": port,
+            }
+        return {
+            "directory": str(self.dir),
+            "zookeeper": self.zk_connect,
+            "bootstrap_servers": self.bootstrap_servers,
+            "cluster_id": self.state.cluster_id,
+            "processes": procs,
+        }
+
+    def wait_healthy(self, timeout: float = 180.0) -> None:
+        """Block until ZooKeeper says imok and Kafka reports all three brokers."""
+        deadline = time.monotonic() + timeout
+        while zk_four_letter(self.state.ports.zookeeper) != "imok":
+            self._check_running("zookeeper")
+            if time.monotonic() > deadline:
+                raise StackError(f"ZooKeeper did not answer on {self.zk_connect}; see {self._log('zookeeper')}")
+            time.sleep(0.3)
+        self.wait_brokers(set(KAFKA_NODES), deadline - time.monotonic())
+
+    def wait_brokers(self, expected: set[int], timeout: float = 120.0) -> None:
+        """Wait until the cluster's metadata lists exactly ``expected`` live brokers."""
+        from kafka import KafkaAdminClient  # imported late: devstack down needs no client
+
+        deadline = time.monotonic() + timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            for node in expected:
+                self._check_running(f"kafka-{node}")
+            live = [self.broker_port(n) for n in expected if _port_open(self.broker_port(n))]
+            if live:
+                try:
+                    admin = KafkaAdminClient(
+                        bootstrap_servers=",".join(f"127.0.0.1:{p}" for p in live),
+                        request_timeout_ms=5000,
+                        bootstrap_timeout_ms=5000,
+                    )
+                    try:
+                        cluster = admin.describe_cluster()
+                    finally:
+                        admin.close()
+                    ids = {b["broker_id"] for b in cluster["brokers"] if not b.get("is_fenced")}
+                    if ids == expected:
+                        return
+                    last = f"live brokers {sorted(ids)}"
+                except Exception as exc:  # noqa: BLE001 - any client error means "not yet"
+                    last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.5)
+        raise StackError(f"Kafka brokers {sorted(expected)} not ready: {last}")
+
+    # ---- single-process control, used by fault tests ----------------------------------
+    def stop(self, name: str, *, hard: bool = False, timeout: float = 30.0) -> None:
+        """Stop one process (SIGTERM, or SIGKILL when ``hard``) and wait for it to exit."""
+        if not self.alive(name):
+            return
+        self._signal(name, signal.SIGKILL if hard else signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.alive(name):
+            if time.monotonic() > deadline:
+                self._signal(name, signal.SIGKILL)
+            time.sleep(0.1)
+        self._reap(name)
+        self.state.pids.pop(name, None)
+        self.state.save(self.state_file)
+
+    def start(self, name: str) -> None:
+        """Start one stopped process again (with the same config and data)."""
+        if self.alive(name):
+            return
+        classpath = ensure_classpath("kafka")
+        if name == "zookeeper":
+            self._start_zookeeper(classpath)
+        else:
+            self._start_kafka(int(name.rsplit("-", 1)[1]), classpath)
+        self.state.save(self.state_file)
+
+    def pause(self, name: str) -> None:
+        self._signal(name, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+
+    def alive(self, name: str) -> bool:
+        """True when the recorded pid still runs *our* process (pids get reused)."""
+        pid = self.state.pids.get(name)
+        if not pid:
+            return False
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+        return str(self.dir).encode() in cmdline
+
+    # ---- internals -------------------------------------------------------------------
+    def _log(self, name: str) -> Path:
+        return self.dir / name / "server.log"
+
+    def _check_running(self, name: str) -> None:
+        if not self.alive(name):
+            tail = ""
+            for f in (self.dir / name / "stdout.log", self._log(name)):
+                if f.exists():
+                    tail += f.read_text(errors="replace")[-1500:]
+            raise StackError(f"{name} exited during start-up; see {self.dir / name}:\n{tail}")
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        home = self.dir / name
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "log4j.properties").write_text(LOG4J.replace("${logfile}", str(self._log(name))))
+        out = (home / "stdout.log").open("ab")
+        jvm = [
+            _java(),
+            "-Xms128m",
+            "-Xmx512m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={home}",
+            "-Dzookeeper.jmx.log4j.disable=true",
+        ]
+        proc = subprocess.Popen(
+            jvm + argv,
+            cwd=home,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        out.close()
+        self.state.pids[name] = proc.pid
+
+    def _start_zookeeper(self, classpath: str) -> None:
+        home = self.dir / "zookeeper"
+        (home / "data").mkdir(parents=True, exist_ok=True)
+        cfg = home / "zoo.cfg"
+        cfg.write_text(
+            "\n".join(
+                [
+                    "tickTime=500",
+                    f"dataDir={home / 'data'}",
+                    f"clientPort={self.state.ports.zookeeper}",
+                    "clientPortAddress=127.0.0.1",
+                    "maxClientCnxns=0",
+                    "minSessionTimeout=1000",
+                    "maxSessionTimeout=60000",
+                    "admin.enableServer=false",
+                    "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons",
+                    "",
+                ]
+            )
+        )
+        self._spawn(
+            "zookeeper",
+            ["-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+        )
+
+    def _kafka_config(self, node: int) -> Path:
+        p = self.state.ports
+        home = self.dir / f"kafka-{node}"
+        voters = ",".join(f"{n}@127.0.0.1:{p.controllers[n - 1]}" for n in KAFKA_NODES)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": node,
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{p.brokers[node - 1]},"
+            f"CONTROLLER://127.0.0.1:{p.controllers[node - 1]}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p.brokers[node - 1]}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": home / "data",
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "num.partitions": 1,
+            "offsets.topic.replication.factor": 3,
+            "offsets.topic.num.partitions": 50,
+            "transaction.state.log.replication.factor": 3,
+            "transaction.state.log.min.isr": 2,
+            "group.initial.rebalance.delay.ms": 0,
+            "auto.create.topics.enable": "false",
+            "delete.topic.enable": "true",
+            "broker.session.timeout.ms": 6000,
+            "broker.heartbeat.interval.ms": 1000,
+            "log.segment.bytes": 16 * 1024 * 1024,
+        }
+        cfg = home / "server.properties"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        return cfg
+
+    def _start_kafka(self, node: int, classpath: str) -> None:
+        home = self.dir / f"kafka-{node}"
+        home.mkdir(parents=True, exist_ok=True)
+        cfg = self._kafka_config(node)
+        log4j = home / "log4j.properties"
+        log4j.write_text(LOG4J.replace("${logfile}", str(self._log(f"kafka-{node}"))))
+        if not (home / "data" / "meta.properties").exists():
+            out = subprocess.run(
+                [
+                    _java(),
+                    "-cp",
+                    classpath,
+                    f"-Dlog4j.configuration=file:{log4j}",
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    self.state.cluster_id,
+                    "-c",
+                    str(cfg),
+                    "--ignore-formatted",
+                ],
+                capture_output=True,
+                text=True,
+            )
+            if out.returncode != 0:
+                raise StackError(f"formatting kafka-{node} failed: {out.stdout}{out.stderr}")
+        self._spawn(f"kafka-{node}", ["-cp", classpath, "kafka.Kafka", str(cfg)])
+
+    def _signal(self, name: str, sig: int) -> None:
+        pid = self.state.pids.get(name)
+        if pid and self.alive(name):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def _reap(self, name: str) -> None:
+        pid = self.state.pids.get(name)
+        if pid:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+    def processes(self) -> Iterator[str]:
+        yield "zookeeper"
+        for node in KAFKA_NODES:
+            yield f"kafka-{node}"
+
+
+def _new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, url-safe base64 without padding (22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,101 @@
+"""Flow F1: Kafka metadata → ``/brokers``, ``/controller``, ``/cluster/id`` in ZooKeeper.
+
+Each tick reads a ``ClusterView``, asks ``decide_registry`` what the tree should be, plans
+the difference against the known tree and hands it to the fenced writer. The known tree is
+read in full on resync (start, session loss, a rejected batch, and periodically) and kept
+up to date from our own writes in between.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kafka import KafkaAdminClient
+from kazoo.client import KazooClient
+
+import zkpaths
+from bridge.decide.plan import Node, plan_writes
+from bridge.decide.registry import SCOPE, decide_registry
+from bridge.kafka.cluster import read_cluster
+from bridge.metrics import METRICS
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
+
+log = logging.getLogger(__name__)
+
+
+def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
+    """Every node of the legacy registry that exists now, plus ``extra`` paths."""
+    paths = {"/brokers", zkpaths.BROKER_IDS, zkpaths.BROKER_TOPICS, "/cluster", *extra}
+    paths |= {zkpaths.CONTROLLER, zkpaths.CONTROLLER_EPOCH, zkpaths.CLUSTER_ID}
+    top = children(client, [zkpaths.BROKER_IDS, zkpaths.BROKER_TOPICS])
+    paths |= {f"{zkpaths.BROKER_IDS}/{c}" for c in top[zkpaths.BROKER_IDS]}
+    topics = [zkpaths.topic_path(t) for t in top[zkpaths.BROKER_TOPICS]]
+    paths |= set(topics)
+    part_dirs = [t + "/partitions" for t in topics]
+    paths |= set(part_dirs)
+    for pdir, parts in children(client, part_dirs).items():
+        for p in parts:
+            paths |= {f"{pdir}/{p}", f"{pdir}/{p}/state"}
+    return read_nodes(client, sorted(paths))
+
+
+class RegistryFlow:
+    name = "registry"
+
+    def __init__(self, zk: KazooClient, admin: KafkaAdminClient, writer: FencedWriter,
+                 security_protocol: str = "PLAINTEXT") -> None:
+        self.zk = zk
+        self.admin = admin
+        self.writer = writer
+        self.security_protocol = security_protocol
+        self.known: dict[str, Node] = {}
+        self.refused: str | None = None
+        self._reported: set[str] = set()
+
+    def owned(self) -> set[str]:
+        return {p for p in self.writer.ledger.owned if any(
+            p == s or p.startswith(s + "/") for s in SCOPE)}
+
+    def resync(self) -> None:
+        self.writer.ledger.load(self.zk, SCOPE)
+        self.known = read_registry(self.zk, self.owned())
+
+    def tick(self) -> int:
+        """Mirror once; returns the number of znode writes made."""
+        view = read_cluster(self.admin, self.security_protocol)
+        owned = self.owned()
+        decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
+        for bad in decision.bad_nodes:
+            self._report_once(bad.path, "bad node left alone: %s", bad.reason, "bad_node")
+        if decision.refusal:
+            if self.refused != decision.refusal:
+                log.error("registry mirror refuses to write: %s", decision.refusal)
+            self.refused = decision.refusal
+            METRICS.registry_refused.set(1)
+            return 0
+        self.refused = None
+        METRICS.registry_refused.set(0)
+        plan = plan_writes(decision.desired, self.known, owned, self.writer.session_id)
+        for c in plan.conflicts:
+            self._report_once(c.path, "not writing node: %s", c.reason, "conflict")
+        if not plan.ops:
+            return 0
+        try:
+            self.writer.apply(plan.ops, self.known)
+        except BatchRejected as exc:
+            log.warning("registry batch rejected (%s); re-reading ZooKeeper", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            self.resync()
+            return 0
+        METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
+        return len(plan.ops)
+
+    def _report_once(self, path: str, msg: str, reason: str, kind: str) -> None:
+        """Log and count a node problem once per (node, reason), not once per tick."""
+        key = f"{path}:{reason}"
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
+        log.warning(msg, reason, extra={"node": path})

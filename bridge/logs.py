@@ -1,0 +1,50 @@
+"""One event per line, as text or JSON; context (group, topic, node) travels in ``extra``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+def _context(record: logging.LogRecord) -> dict:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD}
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        ctx = " ".join(f"{k}={v}" for k, v in _context(record).items())
+        line = f"{self.formatTime(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        if ctx:
+            line += f" [{ctx}]"
+        if record.exc_info and record.levelno >= logging.ERROR:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        event = {
+            "ts": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "event": record.getMessage(),
+            **{k: v if isinstance(v, (int, float, bool, str, type(None))) else str(v)
+               for k, v in _context(record).items()},
+        }
+        if record.exc_info:
+            event["error"] = self.formatException(record.exc_info)
+        return json.dumps(event)
+
+
+def setup(level: str = "INFO", fmt: str = "text") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # kafka-python and kazoo are chatty at INFO about every connection
+    for noisy in ("kafka", "kazoo"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -1,0 +1,132 @@
+"""The bridge process: elect, fence, then run the flows until told to stop or deposed.
+
+Several bridges may run; they queue on a kazoo ``Lock`` under the bridge root. The holder
+claims a new epoch (see ``zookeeper.fence``) and only then writes. Losing the ZooKeeper
+session, or finding a batch fenced, sends the process back to the queue; its ephemerals
+died with the session, so the next leader (perhaps itself) resyncs from scratch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from kafka import KafkaAdminClient
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+
+from bridge.config import Settings
+from bridge.connect import connect_kafka, connect_zookeeper
+from bridge.flows.registry import RegistryFlow
+from bridge.metrics import METRICS
+from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
+from bridge.zookeeper.writer import FencedWriter, Ledger
+
+log = logging.getLogger(__name__)
+
+
+class Bridge:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.root = settings.bridge.root
+        self.identity = settings.bridge.id or bridge_identity()
+        self.stop_event = threading.Event()
+        self._session_lost = threading.Event()
+        self.zk: KazooClient | None = None
+        self.admin: KafkaAdminClient | None = None
+        self.is_leader = False
+
+    def _on_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            log.warning("ZooKeeper session lost; stepping down until re-elected")
+            self._session_lost.set()
+        elif state == KazooState.SUSPENDED:
+            log.warning("ZooKeeper connection suspended")
+
+    def run(self) -> None:
+        """Connect, then lead or wait, until ``stop()``."""
+        self.zk = connect_zookeeper(self.settings.zookeeper)
+        self.zk.add_listener(self._on_state)
+        self.admin = connect_kafka(self.settings.kafka)
+        log.info(
+            "bridge started",
+            extra={"zookeeper": self.settings.zookeeper.connect,
+                   "bootstrap_servers": self.settings.kafka.bootstrap_servers,
+                   "id": self.identity},
+        )
+        try:
+            while not self.stop_event.is_set():
+                self._lead_once()
+        finally:
+            self.close()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def close(self) -> None:
+        if self.admin is not None:
+            self.admin.close()
+            self.admin = None
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+            self.zk = None
+
+    def _lead_once(self) -> None:
+        assert self.zk is not None and self.admin is not None
+        lock = self.zk.Lock(f"{self.root}/leader", self.identity)
+        try:
+            while not lock.acquire(timeout=1.0):
+                if self.stop_event.is_set():
+                    return
+        except (ConnectionLoss, SessionExpiredError):
+            time.sleep(1)
+            return
+        self._session_lost.clear()
+        try:
+            epoch = claim_epoch(self.zk, f"{self.root}/epoch", self.identity)
+            self.is_leader = True
+            METRICS.leader.set(1)
+            METRICS.epoch.set(epoch.value)
+            writer = FencedWriter(self.zk, epoch, Ledger(self.root))
+            flows = []
+            if self.settings.registry.enabled:
+                flows.append(RegistryFlow(self.zk, self.admin, writer,
+                                          self.settings.kafka.security_protocol))
+            self._run_flows(flows)
+        except Fenced as exc:
+            log.error("deposed: %s; stepping down", exc)
+        except (ConnectionLoss, SessionExpiredError) as exc:
+            log.warning("ZooKeeper %s while leading; stepping down", type(exc).__name__)
+        finally:
+            self.is_leader = False
+            METRICS.leader.set(0)
+            try:
+                lock.release()
+            except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
+                pass
+
+    def _run_flows(self, flows: list) -> None:
+        interval = self.settings.registry.poll_interval_s
+        resync_every = self.settings.registry.resync_interval_s
+        for flow in flows:
+            flow.resync()
+        last_resync = time.monotonic()
+        while not self.stop_event.is_set() and not self._session_lost.is_set():
+            started = time.monotonic()
+            if started - last_resync > resync_every:
+                for flow in flows:
+                    flow.resync()
+                last_resync = started
+            for flow in flows:
+                with METRICS.tick_seconds.labels(flow=flow.name).time():
+                    try:
+                        flow.tick()
+                    except (Fenced, ConnectionLoss, SessionExpiredError):
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - one bad tick must not kill the bridge
+                        METRICS.kafka_errors.labels(kind=type(exc).__name__).inc()
+                        log.warning("%s flow tick failed: %s: %s", flow.name,
+                                    type(exc).__name__, exc)
+            self.stop_event.wait(max(0.0, interval - (time.monotonic() - started)))
