@@ -66,6 +66,9 @@ def cmd_devstack(args: argparse.Namespace) -> int:
     status = stack.status()
     if args.output == "json":
         print(json.dumps(status, indent=2))
+    elif args.output == "env":
+        print(f"ZOOKEEPER={status['zookeeper']}")
+        print(f"BOOTSTRAP_SERVERS={status['bootstrap_servers']}")
     else:
         print(f"zookeeper.connect={status['zookeeper']}")
         print(f"bootstrap.servers={status['bootstrap_servers']}")
@@ -102,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument("action", choices=["up", "down", "status"])
     dev.add_argument("--dir", default=".devstack", type=Path,
                      help="where the stack keeps config, data and logs (default .devstack)")
-    dev.add_argument("--output", choices=["table", "json"], default="table")
+    dev.add_argument("--output", choices=["table", "json", "env"], default="table",
+                     help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=...")
     dev.set_defaults(func=cmd_devstack)
 
     cfg = sub.add_parser("config", help="configuration tools")

@@ -1,0 +1,147 @@
+"""How long a Kafka metadata change takes to reach ZooKeeper through the bridge.
+
+    python -m bench.registry [--changes 20] [--zookeeper H:P --bootstrap-server H:P]
+
+Without addresses it starts a private local stack. Each change (a topic created, or its
+partition count raised) is made with the admin API; a ZooKeeper watch records when the
+legacy tree shows it. Printed in the same run, for scale on a noisy machine: the raw
+ZooKeeper write round trip and how long Kafka's own metadata takes to show the change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from kafka import KafkaAdminClient
+from kafka.admin import NewPartitions, NewTopic
+from kazoo.client import KazooClient
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(q / 100 * (len(xs) - 1))))]
+
+
+def summary(name: str, xs: list[float]) -> str:
+    ms = [x * 1000 for x in xs]
+    return (f"{name:<34} n={len(ms):<4} p50={pct(ms, 50):8.1f} ms  p99={pct(ms, 99):8.1f} ms  "
+            f"max={max(ms):8.1f} ms")
+
+
+def raw_zk_writes(zk: KazooClient, n: int) -> list[float]:
+    zk.ensure_path("/bench-raw")
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        zk.set_data("/bench-raw", str(i).encode())
+        out.append(time.perf_counter() - t)
+    zk.delete("/bench-raw")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--changes", type=int, default=20)
+    ap.add_argument("--zookeeper")
+    ap.add_argument("--bootstrap-server")
+    args = ap.parse_args(argv)
+
+    stack = tmp = None
+    if not args.zookeeper:
+        from bridge.devstack import Devstack, Ports
+
+        tmp = Path(tempfile.mkdtemp(prefix="kzb-bench-"))
+        stack = Devstack(tmp, Ports.free())
+        print("starting a local stack ...", flush=True)
+        stack.up()
+        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
+    chroot = f"/bench-{uuid.uuid4().hex[:8]}"
+    boot = KazooClient(args.zookeeper)
+    boot.start()
+    boot.ensure_path(chroot)
+    boot.stop()
+    zk = KazooClient(args.zookeeper + chroot)
+    zk.start()
+    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server.split(","))
+    log = open(tempfile.mktemp(prefix="bench-bridge-", suffix=".log"), "w")
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli", "run", "--zookeeper", args.zookeeper + chroot,
+         "--bootstrap-server", args.bootstrap_server], stdout=log, stderr=subprocess.STDOUT)
+    topics: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not zk.exists("/brokers/ids") or not zk.get_children("/brokers/ids"):
+            if time.monotonic() > deadline:
+                raise SystemExit("bridge did not register brokers; see " + log.name)
+            time.sleep(0.1)
+
+        seen: dict[str, tuple[int, float]] = {}
+        cond = threading.Condition()
+
+        def watch(topic: str) -> None:
+            def on_data(data, stat):
+                if data:
+                    n = len(json.loads(data)["partitions"])
+                    with cond:
+                        seen[topic] = (n, time.perf_counter())
+                        cond.notify_all()
+            zk.DataWatch(f"/brokers/topics/{topic}", on_data)
+
+        bridge_lag, kafka_lag = [], []
+        for i in range(args.changes):
+            if i % 2 == 0:
+                topic = f"bench-{uuid.uuid4().hex[:8]}"
+                topics.append(topic)
+                watch(topic)
+                t0 = time.perf_counter()
+                admin.create_topics([NewTopic(topic, 1, 3)])
+                want = 1
+            else:
+                topic, want = topics[-1], 2
+                t0 = time.perf_counter()
+                admin.create_partitions({topic: NewPartitions(total_count=2)})
+            while True:  # Kafka's own view, for scale
+                desc = admin.describe_topics([topic])[0]
+                if len(desc["partitions"]) == want and all(p["leader_id"] >= 0
+                                                           for p in desc["partitions"]):
+                    kafka_lag.append(time.perf_counter() - t0)
+                    break
+                time.sleep(0.005)
+            with cond:
+                ok = cond.wait_for(lambda: seen.get(topic, (0, 0))[0] == want, timeout=30)
+            if not ok:
+                raise SystemExit(f"change {i} ({topic} -> {want} partitions) never reached ZK")
+            bridge_lag.append(seen[topic][1] - t0)
+        raw = raw_zk_writes(zk, 200)
+        print(f"\nregistry mirror latency, {args.changes} metadata changes "
+              f"(poll interval 0.5 s)")
+        print(summary("raw ZooKeeper set_data round trip", raw))
+        print(summary("Kafka admin call -> Kafka metadata", kafka_lag))
+        print(summary("Kafka admin call -> ZooKeeper", bridge_lag))
+        print(f"{'mean bridge lag / raw ZK write':<34} "
+              f"{statistics.mean(bridge_lag) / statistics.mean(raw):.0f}x")
+        return 0
+    finally:
+        bridge.terminate()
+        bridge.wait(20)
+        if topics:
+            admin.delete_topics(topics)
+        admin.close()
+        zk.stop()
+        if stack is not None:
+            stack.down()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

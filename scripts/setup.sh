@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what the bridge, its local stack and its tests need, idempotently:
+# a JDK and Maven (Debian packages, when missing), the project in .venv, and the
+# Kafka/ZooKeeper jars (Maven Central, cached in ~/.cache/kafka-zk-bridge).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
+if [ "${KZB_WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+  need_apt+=(chromium)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} with apt-get" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+# Kafka 3.9 + ZooKeeper server, and the 0.10.2.2 legacy consumer for end-to-end tests
+.venv/bin/python -c "
+from bridge.devstack.maven import ensure_classpath
+for name in ('kafka', 'legacy'):
+    ensure_classpath(name)
+"
