@@ -34,8 +34,10 @@ def pct(xs: list[float], q: float) -> float:
 
 def summary(name: str, xs: list[float]) -> str:
     ms = [x * 1000 for x in xs]
-    return (f"{name:<34} n={len(ms):<4} p50={pct(ms, 50):8.1f} ms  p99={pct(ms, 99):8.1f} ms  "
-            f"max={max(ms):8.1f} ms")
+    return (
+        f"{name:<34} n={len(ms):<4} p50={pct(ms, 50):8.1f} ms  p99={pct(ms, 99):8.1f} ms  "
+        f"max={max(ms):8.1f} ms"
+    )
 
 
 def raw_zk_writes(zk: KazooClient, n: int) -> list[float]:
@@ -75,8 +77,19 @@ def main(argv: list[str] | None = None) -> int:
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server.split(","))
     log = open(tempfile.mktemp(prefix="bench-bridge-", suffix=".log"), "w")
     bridge = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli", "run", "--zookeeper", args.zookeeper + chroot,
-         "--bootstrap-server", args.bootstrap_server], stdout=log, stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli",
+            "run",
+            "--zookeeper",
+            args.zookeeper + chroot,
+            "--bootstrap-server",
+            args.bootstrap_server,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     topics: list[str] = []
     try:
         deadline = time.monotonic() + 60
@@ -95,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                     with cond:
                         seen[topic] = (n, time.perf_counter())
                         cond.notify_all()
+
             zk.DataWatch(f"/brokers/topics/{topic}", on_data)
 
         bridge_lag, kafka_lag = [], []
@@ -112,24 +126,26 @@ def main(argv: list[str] | None = None) -> int:
                 admin.create_partitions({topic: NewPartitions(total_count=2)})
             while True:  # Kafka's own view, for scale
                 desc = admin.describe_topics([topic])[0]
-                if len(desc["partitions"]) == want and all(p["leader_id"] >= 0
-                                                           for p in desc["partitions"]):
+                if len(desc["partitions"]) == want and all(
+                    p["leader_id"] >= 0 for p in desc["partitions"]
+                ):
                     kafka_lag.append(time.perf_counter() - t0)
                     break
                 time.sleep(0.005)
             with cond:
-                ok = cond.wait_for(lambda: seen.get(topic, (0, 0))[0] == want, timeout=30)
+                ok = cond.wait_for(lambda t=topic, w=want: seen.get(t, (0, 0))[0] == w, timeout=30)
             if not ok:
                 raise SystemExit(f"change {i} ({topic} -> {want} partitions) never reached ZK")
             bridge_lag.append(seen[topic][1] - t0)
         raw = raw_zk_writes(zk, 200)
-        print(f"\nregistry mirror latency, {args.changes} metadata changes "
-              f"(poll interval 0.5 s)")
+        print(f"\nregistry mirror latency, {args.changes} metadata changes (poll interval 0.5 s)")
         print(summary("raw ZooKeeper set_data round trip", raw))
         print(summary("Kafka admin call -> Kafka metadata", kafka_lag))
         print(summary("Kafka admin call -> ZooKeeper", bridge_lag))
-        print(f"{'mean bridge lag / raw ZK write':<34} "
-              f"{statistics.mean(bridge_lag) / statistics.mean(raw):.0f}x")
+        print(
+            f"{'mean bridge lag / raw ZK write':<34} "
+            f"{statistics.mean(bridge_lag) / statistics.mean(raw):.0f}x"
+        )
         return 0
     finally:
         bridge.terminate()

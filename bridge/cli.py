@@ -19,8 +19,9 @@ log = logging.getLogger("bridge.cli")
 def _connection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML config file (see docs/config.toml)")
     p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", help="ZooKeeper connect string")
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
-                   help="Kafka bootstrap servers")
+    p.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="Kafka bootstrap servers"
+    )
 
 
 def _settings(args: argparse.Namespace):
@@ -103,10 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     dev = sub.add_parser("devstack", help="a local ZooKeeper + 3-node KRaft Kafka, no Docker")
     dev.add_argument("action", choices=["up", "down", "status"])
-    dev.add_argument("--dir", default=".devstack", type=Path,
-                     help="where the stack keeps config, data and logs (default .devstack)")
-    dev.add_argument("--output", choices=["table", "json", "env"], default="table",
-                     help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=...")
+    dev.add_argument(
+        "--dir",
+        default=".devstack",
+        type=Path,
+        help="where the stack keeps config, data and logs (default .devstack)",
+    )
+    dev.add_argument(
+        "--output",
+        choices=["table", "json", "env"],
+        default="table",
+        help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=...",
+    )
     dev.set_defaults(func=cmd_devstack)
 
     cfg = sub.add_parser("config", help="configuration tools")

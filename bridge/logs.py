@@ -16,7 +16,9 @@ def _context(record: logging.LogRecord) -> dict:
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = " ".join(f"{k}={v}" for k, v in _context(record).items())
-        line = f"{self.formatTime(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        line = (
+            f"{self.formatTime(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        )
         if ctx:
             line += f" [{ctx}]"
         if record.exc_info and record.levelno >= logging.ERROR:
@@ -31,8 +33,10 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "event": record.getMessage(),
-            **{k: v if isinstance(v, (int, float, bool, str, type(None))) else str(v)
-               for k, v in _context(record).items()},
+            **{
+                k: v if isinstance(v, (int, float, bool, str, type(None))) else str(v)
+                for k, v in _context(record).items()
+            },
         }
         if record.exc_info:
             event["error"] = self.formatException(record.exc_info)

@@ -13,13 +13,16 @@ class Metrics:
             "zkbridge_znode_writes", "znode creates/sets/deletes made", ["flow"], registry=r
         )
         self.batches = Histogram(
-            "zkbridge_batch_ops", "operations per fenced ZooKeeper batch",
-            buckets=(1, 2, 5, 10, 50, 100, 500, 1000), registry=r,
+            "zkbridge_batch_ops",
+            "operations per fenced ZooKeeper batch",
+            buckets=(1, 2, 5, 10, 50, 100, 500, 1000),
+            registry=r,
         )
         self.node_problems = Counter(
             "zkbridge_node_problems",
             "foreign nodes that are malformed (bad_node) or in the way (conflict)",
-            ["flow", "kind"], registry=r,
+            ["flow", "kind"],
+            registry=r,
         )
         self.zk_errors = Counter(
             "zkbridge_zookeeper_errors", "ZooKeeper errors by kind", ["kind"], registry=r

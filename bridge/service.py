@@ -38,7 +38,7 @@ class Bridge:
         self.is_leader = False
 
     def _on_state(self, state: str) -> None:
-        if state == KazooState.LOST:
+        if state == KazooState.LOST and not self.stop_event.is_set():
             log.warning("ZooKeeper session lost; stepping down until re-elected")
             self._session_lost.set()
         elif state == KazooState.SUSPENDED:
@@ -51,14 +51,17 @@ class Bridge:
         self.admin = connect_kafka(self.settings.kafka)
         log.info(
             "bridge started",
-            extra={"zookeeper": self.settings.zookeeper.connect,
-                   "bootstrap_servers": self.settings.kafka.bootstrap_servers,
-                   "id": self.identity},
+            extra={
+                "zookeeper": self.settings.zookeeper.connect,
+                "bootstrap_servers": self.settings.kafka.bootstrap_servers,
+                "id": self.identity,
+            },
         )
         try:
             while not self.stop_event.is_set():
                 self._lead_once()
         finally:
+            self.stop_event.set()
             self.close()
 
     def stop(self) -> None:
@@ -92,8 +95,9 @@ class Bridge:
             writer = FencedWriter(self.zk, epoch, Ledger(self.root))
             flows = []
             if self.settings.registry.enabled:
-                flows.append(RegistryFlow(self.zk, self.admin, writer,
-                                          self.settings.kafka.security_protocol))
+                flows.append(
+                    RegistryFlow(self.zk, self.admin, writer, self.settings.kafka.security_protocol)
+                )
             self._run_flows(flows)
         except Fenced as exc:
             log.error("deposed: %s; stepping down", exc)
@@ -127,6 +131,7 @@ class Bridge:
                         raise
                     except Exception as exc:  # noqa: BLE001 - one bad tick must not kill the bridge
                         METRICS.kafka_errors.labels(kind=type(exc).__name__).inc()
-                        log.warning("%s flow tick failed: %s: %s", flow.name,
-                                    type(exc).__name__, exc)
+                        log.warning(
+                            "%s flow tick failed: %s: %s", flow.name, type(exc).__name__, exc
+                        )
             self.stop_event.wait(max(0.0, interval - (time.monotonic() - started)))

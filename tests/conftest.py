@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -111,9 +111,20 @@ class BridgeProcess:
         self.log = log
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli", "run", "--zookeeper", zookeeper,
-             "--bootstrap-server", bootstrap, *extra],
-            stdout=self._out, stderr=subprocess.STDOUT, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "bridge.cli",
+                "run",
+                "--zookeeper",
+                zookeeper,
+                "--bootstrap-server",
+                bootstrap,
+                *extra,
+            ],
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
         )
 
     def text(self) -> str:

@@ -8,8 +8,8 @@ is decided here: a node the bridge did not create is never set or deleted, only 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import AbstractSet
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ alone; the rest of the registry is still mirrored.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import AbstractSet
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
 
 import zkpaths
 from bridge.decide.plan import Desired, Node
@@ -101,23 +101,17 @@ def decide_registry(
         path = zkpaths.broker_path(broker.broker_id)
         if path in bad_paths:
             continue  # someone else's garbage sits there; reported, left alone
-        endpoint = f"{broker.security_protocol}://{broker.host}:{broker.port}"
-        reg = zkpaths.BrokerRegistration(
-            broker_id=broker.broker_id,
-            host=broker.host,
-            port=broker.port,
-            endpoints=(endpoint,),
-            jmx_port=-1,
+        reg = zkpaths.BrokerRegistration.from_endpoints(
+            broker.broker_id,
+            [f"{broker.security_protocol}://{broker.host}:{broker.port}"],
+            listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
             timestamp_ms=now_ms,
             rack=broker.rack,
-            listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
         )
         fresh = zkpaths.encode_broker(reg)
         ts = _timestamp(current.get(path), fresh, now_ms, broker.broker_id)
         if ts != now_ms:
-            fresh = zkpaths.encode_broker(
-                zkpaths.BrokerRegistration(**{**reg.__dict__, "timestamp_ms": ts})
-            )
+            fresh = zkpaths.encode_broker(replace(reg, timestamp_ms=ts))
         d[path] = Desired(fresh, ephemeral=True)
 
     for topic in view.topics.values():

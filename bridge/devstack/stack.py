@@ -199,7 +199,9 @@ class Devstack:
         while zk_four_letter(self.state.ports.zookeeper) != "imok":
             self._check_running("zookeeper")
             if time.monotonic() > deadline:
-                raise StackError(f"ZooKeeper did not answer on {self.zk_connect}; see {self._log('zookeeper')}")
+                raise StackError(
+                    f"ZooKeeper did not answer on {self.zk_connect}; see {self._log('zookeeper')}"
+                )
             time.sleep(0.3)
         self.wait_brokers(set(KAFKA_NODES), deadline - time.monotonic())
 

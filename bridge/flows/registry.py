@@ -43,8 +43,13 @@ def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
 class RegistryFlow:
     name = "registry"
 
-    def __init__(self, zk: KazooClient, admin: KafkaAdminClient, writer: FencedWriter,
-                 security_protocol: str = "PLAINTEXT") -> None:
+    def __init__(
+        self,
+        zk: KazooClient,
+        admin: KafkaAdminClient,
+        writer: FencedWriter,
+        security_protocol: str = "PLAINTEXT",
+    ) -> None:
         self.zk = zk
         self.admin = admin
         self.writer = writer
@@ -54,8 +59,11 @@ class RegistryFlow:
         self._reported: set[str] = set()
 
     def owned(self) -> set[str]:
-        return {p for p in self.writer.ledger.owned if any(
-            p == s or p.startswith(s + "/") for s in SCOPE)}
+        return {
+            p
+            for p in self.writer.ledger.owned
+            if any(p == s or p.startswith(s + "/") for s in SCOPE)
+        }
 
     def resync(self) -> None:
         self.writer.ledger.load(self.zk, SCOPE)

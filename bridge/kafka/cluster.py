@@ -46,8 +46,8 @@ def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") 
         log.debug("metadata quorum not readable (%s); using Metadata's controller id", exc)
     topics: dict[str, TopicView] = {}
     for t in admin.describe_topics():
-        if t.get("error_code", 0) != 0:
-            continue
+        if t.get("error_code", 0) != 0 or not t["partitions"]:
+            continue  # being created or deleted: mirrored once Kafka's metadata settles
         parts = {
             p["partition_index"]: PartitionView(
                 leader=p["leader_id"],

@@ -56,7 +56,7 @@ def claim_epoch(client: KazooClient, path: str, holder: str) -> Epoch:
         value = previous + 1
         body = json.dumps({"epoch": value, "holder": holder, "since_ms": int(time.time() * 1000)})
         try:
-            new = client.set_data(path, body.encode(), version=stat.version)
+            new = client.set(path, body.encode(), version=stat.version)
         except BadVersionError:
             continue  # someone else bumped it between our read and write; read again
         log.info("claimed bridge epoch", extra={"epoch": value, "node": path})

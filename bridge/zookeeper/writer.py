@@ -16,9 +16,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError
+from kazoo.exceptions import (
+    BadVersionError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
+from bridge.metrics import METRICS
 from bridge.zookeeper.fence import Epoch, Fenced
 
 log = logging.getLogger(__name__)
@@ -28,6 +34,9 @@ OWNED = b"owned"
 #: ZooKeeper rejects requests over jute.maxbuffer (1 MiB by default); stay well below.
 MAX_BATCH_BYTES = 512 * 1024
 MAX_BATCH_OPS = 1000
+
+# what ZooKeeper reports for the other ops of a multi-op that failed elsewhere
+_KNOCK_ON = (RolledBackError, RuntimeInconsistency)
 
 
 class BatchRejected(RuntimeError):
@@ -62,6 +71,12 @@ class Ledger:
             prefix = "" if scope == "/" else scope
             self.owned = {p for p in self.owned if not (p + "/").startswith(prefix + "/")}
         frontier = [self.marker("" if s == "/" else s) for s in scopes]
+        ancestors = {self.base}
+        for m in frontier:
+            while m != self.base and m.startswith(self.base):
+                m = parent(m)
+                ancestors.add(m)
+        self.markers |= {m for m in ancestors if client.exists(m)}
         while frontier:
             reads = [(m, client.get_async(m), client.get_children_async(m)) for m in frontier]
             frontier = []
@@ -103,52 +118,55 @@ class FencedWriter:
     def _commit(self, batch: list[ZkOp], known: dict[str, Node]) -> None:
         txn = self.client.transaction()
         txn.check(self.epoch.path, self.epoch.version)
-        pending_markers: set[str] = set()
-        slots: list[tuple[int, ZkOp]] = []  # index of each legacy op's result
-        index = 1
+        owners: list[ZkOp | None] = [None]  # which planned op each transaction slot serves
+        slots: list[tuple[int, ZkOp]] = []  # slot of each legacy op's own result
+        pending: set[str] = set()
+
+        def add(call, *args, op: ZkOp | None = None, **kw) -> int:
+            call(*args, **kw)
+            owners.append(op)
+            return len(owners) - 1
+
         for op in batch:
+            marker = self.ledger.marker(op.path)
             if isinstance(op, Create):
-                for m in self._missing_marker_parents(op.path, pending_markers):
-                    txn.create(m, b"")
-                    index += 1
-                txn.create(op.path, op.data, ephemeral=op.ephemeral)
-                slots.append((index, op))
-                txn.create(self.ledger.marker(op.path), OWNED)
-                pending_markers.add(self.ledger.marker(op.path))
-                index += 2
+                for m in self._missing_marker_parents(op.path, pending):
+                    add(txn.create, m, b"", op=op)
+                slots.append((add(txn.create, op.path, op.data, ephemeral=op.ephemeral, op=op), op))
+                if op.path in self.ledger.owned:
+                    pass  # marker survived the node (an ephemeral of an expired session)
+                elif marker in self.ledger.markers or marker in pending:
+                    add(txn.set_data, marker, OWNED, op=op)  # was only a parent marker
+                else:
+                    add(txn.create, marker, OWNED, op=op)
+                    pending.add(marker)
             elif isinstance(op, SetData):
-                txn.set_data(op.path, op.data, op.version)
-                slots.append((index, op))
-                index += 1
+                slots.append((add(txn.set_data, op.path, op.data, op.version, op=op), op))
             else:
-                txn.delete(op.path, op.version)
-                slots.append((index, op))
-                txn.delete(self.ledger.marker(op.path))
-                index += 2
+                slots.append((add(txn.delete, op.path, op.version, op=op), op))
+                add(txn.delete, marker, op=op)
         results = txn.commit()
         if isinstance(results[0], BadVersionError | NoNodeError):
             raise Fenced(f"epoch {self.epoch.value} at {self.epoch.path} is no longer current")
-        failed = [
-            (op, results[i]) for i, op in slots if isinstance(results[i], Exception)
-        ] or [(batch[0], r) for r in results if isinstance(r, Exception)]
-        real = [(op, e) for op, e in failed if not isinstance(e, RolledBackError)]
-        if failed:
-            op, err = (real or failed)[0]
-            raise BatchRejected(op, err)
+        for i, r in enumerate(results):
+            if isinstance(r, Exception) and not isinstance(r, _KNOCK_ON):
+                raise BatchRejected(owners[i] or batch[0], r)
+        if any(isinstance(r, Exception) for r in results):
+            raise BatchRejected(batch[0], next(r for r in results if isinstance(r, Exception)))
         self.stats.batches += 1
         self.stats.ops += len(batch)
+        METRICS.batches.observe(len(batch))
         session = self.session_id
         for i, op in slots:
-            version = results[i].version if hasattr(results[i], "version") else 0
+            version = getattr(results[i], "version", 0)
             apply_to(known, op, version, session)
-            marker = self.ledger.marker(op.path)
             if isinstance(op, Delete):
                 self.ledger.owned.discard(op.path)
-                self.ledger.markers.discard(marker)
+                self.ledger.markers.discard(self.ledger.marker(op.path))
             elif isinstance(op, Create):
                 self.ledger.owned.add(op.path)
-                self.ledger.markers.add(marker)
-        self.ledger.markers.update(pending_markers)
+                self.ledger.markers.add(self.ledger.marker(op.path))
+        self.ledger.markers.update(pending)
 
     def _missing_marker_parents(self, path: str, pending: set[str]) -> list[str]:
         missing: list[str] = []

@@ -93,13 +93,14 @@ def test_registry_follows_topics_and_brokers(stack, zk, admin, start_bridge, top
     assert reg["port"] == stack.broker_port(1) and reg["jmx_port"] == -1
     assert reg["endpoints"] == [f"PLAINTEXT://127.0.0.1:{stack.broker_port(1)}"]
     assert isinstance(reg["timestamp"], str) and reg["timestamp"].isdigit()
-    assert zk.exists("/brokers/ids/1")[1].ephemeralOwner != 0  # it dies with the bridge
+    assert zk.exists("/brokers/ids/1").ephemeralOwner != 0  # it dies with the bridge
     assert json.loads(zk.get("/cluster/id")[0]) == {"version": "1", "id": stack.state.cluster_id}
     assert int(zk.get("/controller_epoch")[0]) >= 1
     assert json.loads(zk.get("/controller")[0])["brokerid"] in (1, 2, 3)
 
     admin.create_topics([NewTopic(a, 3, 2), NewTopic(b, 1, 3)])
-    converge(zk, admin, topics, lambda k: set(k["topics"]) == topics, "create topics")
+    converge(zk, admin, topics, lambda k: set(k["topics"]) == topics and all(
+        len(k["topics"][t]) == n for t, n in ((a, 3), (b, 1))), "create topics")
     state = json.loads(zk.get(f"/brokers/topics/{a}/partitions/0/state")[0])
     assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
 
@@ -113,8 +114,15 @@ def test_registry_follows_topics_and_brokers(stack, zk, admin, start_bridge, top
     # a broker stops: its registration goes, leaders and ISRs move
     stack.stop("kafka-3")
     try:
-        converge(zk, admin, topics, lambda k: 3 not in k["brokers"] and all(
-            3 not in isr for _, _, isr in k["topics"][a].values()), "broker 3 stopped")
+        converge(
+            zk,
+            admin,
+            topics,
+            lambda k: (
+                3 not in k["brokers"] and all(3 not in isr for _, _, isr in k["topics"][a].values())
+            ),
+            "broker 3 stopped",
+        )
     finally:
         stack.start("kafka-3")
     stack.wait_brokers({1, 2, 3})
@@ -136,13 +144,22 @@ def test_bridge_nodes_die_with_it_and_come_back(stack, zk, start_bridge):
 
 
 def test_refuses_when_a_zookeeper_mode_cluster_owns_the_registry(stack, zk, start_bridge):
-    live = {"version": 4, "host": "10.0.0.9", "port": 9092, "jmx_port": -1,
-            "timestamp": "1500000000000", "endpoints": ["PLAINTEXT://10.0.0.9:9092"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"}}
+    live = {
+        "version": 4,
+        "host": "10.0.0.9",
+        "port": 9092,
+        "jmx_port": -1,
+        "timestamp": "1500000000000",
+        "endpoints": ["PLAINTEXT://10.0.0.9:9092"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+    }
     zk.create("/brokers/ids/7", json.dumps(live).encode(), makepath=True, ephemeral=True)
     bridge = start_bridge()
-    wait_for(lambda: "ZooKeeper-mode Kafka cluster owns this registry" in bridge.text(), 30,
-             what="refusal message")
+    wait_for(
+        lambda: "ZooKeeper-mode Kafka cluster owns this registry" in bridge.text(),
+        30,
+        what="refusal message",
+    )
     time.sleep(1.0)  # give it several ticks in which it could (wrongly) write
     assert zk.get_children("/brokers/ids") == ["7"]
     assert not zk.exists("/brokers/topics") or zk.get_children("/brokers/topics") == []
@@ -164,9 +181,19 @@ def test_unreachable_servers_give_a_clear_message(tmp_path):
     import sys
 
     out = subprocess.run(
-        [sys.executable, "-m", "bridge.cli", "run", "--zookeeper", "127.0.0.1:1",
-         "--bootstrap-server", "127.0.0.1:1"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli",
+            "run",
+            "--zookeeper",
+            "127.0.0.1:1",
+            "--bootstrap-server",
+            "127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 3
     assert "ZooKeeper at 127.0.0.1:1 did not answer after" in out.stderr

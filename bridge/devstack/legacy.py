@@ -1,0 +1,142 @@
+"""The real old Scala high-level consumer (Kafka 0.10.2.2), driven through a Java harness.
+
+``LegacyConsumer.java`` (next to this module, in ``harness/``) is compiled once against the
+cached legacy classpath; ``LegacyConsumerProcess`` runs it and parses its stdout protocol
+(``MSG <thread> <topic> <partition> <offset> <wall_ms> <value>`` ...) on a reader thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.devstack.maven import cache_root, ensure_classpath
+from bridge.devstack.stack import StackError, _java
+
+HARNESS = Path(__file__).with_name("harness") / "LegacyConsumer.java"
+
+
+def harness_classpath() -> str:
+    """Compile the harness (once per source version) and return its full classpath."""
+    jars = ensure_classpath("legacy")
+    digest = hashlib.sha256(HARNESS.read_bytes()).hexdigest()[:12]
+    out = cache_root() / f"harness-{digest}"
+    if not (out / "LegacyConsumer.class").exists():
+        javac = shutil.which("javac") or str(Path(_java()).with_name("javac"))
+        tmp = out.with_name(out.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        res = subprocess.run(
+            [javac, "-cp", jars, "-d", str(tmp), str(HARNESS)], capture_output=True, text=True
+        )
+        if res.returncode != 0:
+            raise StackError(f"compiling {HARNESS.name} failed:\n{res.stderr}")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    return f"{out}:{jars}"
+
+
+@dataclass(frozen=True)
+class Consumed:
+    thread: str
+    topic: str
+    partition: int
+    offset: int
+    wall_ms: int
+    value: str
+
+
+class LegacyConsumerProcess:
+    """One JVM running the old consumer with the given flags; records what it consumed."""
+
+    def __init__(
+        self,
+        zookeeper: str,
+        group: str,
+        topics: list[str],
+        *,
+        streams: int = 1,
+        extra: list[str] | None = None,
+        log: Path | None = None,
+    ) -> None:
+        argv = [
+            _java(),
+            "-Xmx256m",
+            "-cp",
+            harness_classpath(),
+            "LegacyConsumer",
+            "--zookeeper",
+            zookeeper,
+            "--group",
+            group,
+            "--streams",
+            str(streams),
+        ]
+        for t in topics:
+            argv += ["--topic", t]
+        argv += extra or []
+        self.messages: list[Consumed] = []
+        self.lines: list[str] = []
+        self.consumer_id: str | None = None
+        self.ready = threading.Event()
+        self.exited = threading.Event()
+        self._stderr = (log or Path("/dev/null")).open("ab")
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\n")
+            self.lines.append(line)
+            if line.startswith("MSG "):
+                _, thread, topic, part, off, wall, value = (line.split(" ", 6) + [""])[:7]
+                self.messages.append(Consumed(thread, topic, int(part), int(off), int(wall), value))
+            elif line.startswith("CONSUMER "):
+                self.consumer_id = line.split(" ", 1)[1]
+            elif line == "READY":
+                self.ready.set()
+            elif line.startswith("EXIT"):
+                self.exited.set()
+        self.exited.set()
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        if not self.ready.wait(timeout):
+            raise StackError(f"legacy consumer not ready after {timeout}s: {self.lines[-5:]}")
+
+    def wait_consumed(self, n: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < n:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                got = len(self.messages)
+                raise StackError(f"legacy consumer got {got}/{n} messages; last: {self.lines[-5:]}")
+            time.sleep(0.1)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM: the harness commits, shuts the connector down and prints EXIT."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(5)
+        self._stderr.close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """kill -9: no commit, no clean-up; its ephemeral nodes expire with the session."""
+        self.proc.kill()
+        self.proc.wait()
+        self._reader.join(5)
+        self._stderr.close()
