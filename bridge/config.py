@@ -88,12 +88,33 @@ class KafkaSettings(_Section):
 class BridgeSettings(_Section):
     root: str = Field("/kafka-zk-bridge", pattern=r"^/[^/].*[^/]$|^/[^/]$")
     id: str | None = Field(None, description="name of this bridge process in the election")
+    #: every flow re-reads its whole ZooKeeper tree this often, to heal drift
+    resync_interval_s: float = Field(60.0, gt=0)
 
 
 class RegistrySettings(_Section):
     enabled: bool = True
     poll_interval_s: float = Field(0.5, gt=0, le=60)
-    resync_interval_s: float = Field(60.0, gt=0)
+
+
+class GroupsSettings(_Section):
+    enabled: bool = True
+    #: regexes (full match) of group ids to mirror, and of group ids never to touch
+    include: list[str] = Field(default_factory=lambda: [".*"])
+    exclude: list[str] = Field(default_factory=list)
+    #: what happens to mirrored offsets when a group is deleted in Kafka
+    on_group_deleted: Literal["keep-offsets", "delete"] = "keep-offsets"
+    poll_interval_s: float = Field(0.25, gt=0, le=60)
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a valid regex: {exc}") from None
+        return v
 
 
 class Settings(_Section):
@@ -101,6 +122,7 @@ class Settings(_Section):
     kafka: KafkaSettings = KafkaSettings()
     bridge: BridgeSettings = BridgeSettings()
     registry: RegistrySettings = RegistrySettings()
+    groups: GroupsSettings = GroupsSettings()
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:

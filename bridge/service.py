@@ -18,7 +18,11 @@ from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
 from bridge.config import Settings
 from bridge.connect import connect_kafka, connect_zookeeper
+from bridge.decide.groups import OnGroupDeleted
+from bridge.flows import Flow
+from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
+from bridge.kafka.groups import GroupFilter
 from bridge.metrics import METRICS
 from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
@@ -93,11 +97,7 @@ class Bridge:
             METRICS.leader.set(1)
             METRICS.epoch.set(epoch.value)
             writer = FencedWriter(self.zk, epoch, Ledger(self.root))
-            flows = []
-            if self.settings.registry.enabled:
-                flows.append(
-                    RegistryFlow(self.zk, self.admin, writer, self.settings.kafka.security_protocol)
-                )
+            flows = self._flows(writer)
             self._run_flows(flows)
         except Fenced as exc:
             log.error("deposed: %s; stepping down", exc)
@@ -111,19 +111,50 @@ class Bridge:
             except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
                 pass
 
-    def _run_flows(self, flows: list) -> None:
-        interval = self.settings.registry.poll_interval_s
-        resync_every = self.settings.registry.resync_interval_s
-        for flow in flows:
+    def _flows(self, writer: FencedWriter) -> list[tuple[Flow, float]]:
+        """The enabled flows, each with its own poll interval."""
+        assert self.zk is not None and self.admin is not None
+        s = self.settings
+        flows: list[tuple[Flow, float]] = []
+        if s.registry.enabled:
+            flows.append(
+                (
+                    RegistryFlow(self.zk, self.admin, writer, s.kafka.security_protocol),
+                    s.registry.poll_interval_s,
+                )
+            )
+        if s.groups.enabled:
+            group_filter = GroupFilter(s.groups.include, s.groups.exclude)
+            flows.append(
+                (
+                    GroupMirrorFlow(
+                        self.zk,
+                        self.admin,
+                        writer,
+                        group_filter,
+                        OnGroupDeleted(s.groups.on_group_deleted),
+                    ),
+                    s.groups.poll_interval_s,
+                )
+            )
+        return flows
+
+    def _run_flows(self, flows: list[tuple[Flow, float]]) -> None:
+        resync_every = self.settings.bridge.resync_interval_s
+        for flow, _ in flows:
             flow.resync()
         last_resync = time.monotonic()
+        due = {flow.name: 0.0 for flow, _ in flows}
         while not self.stop_event.is_set() and not self._session_lost.is_set():
-            started = time.monotonic()
-            if started - last_resync > resync_every:
-                for flow in flows:
+            now = time.monotonic()
+            if now - last_resync > resync_every:
+                for flow, _ in flows:
                     flow.resync()
-                last_resync = started
-            for flow in flows:
+                last_resync = now
+            for flow, interval in flows:
+                if now < due[flow.name]:
+                    continue
+                due[flow.name] = now + interval
                 with METRICS.tick_seconds.labels(flow=flow.name).time():
                     try:
                         flow.tick()
@@ -134,4 +165,4 @@ class Bridge:
                         log.warning(
                             "%s flow tick failed: %s: %s", flow.name, type(exc).__name__, exc
                         )
-            self.stop_event.wait(max(0.0, interval - (time.monotonic() - started)))
+            self.stop_event.wait(max(0.0, min(due.values()) - time.monotonic()))

@@ -99,8 +99,16 @@ def test_registry_follows_topics_and_brokers(stack, zk, admin, start_bridge, top
     assert json.loads(zk.get("/controller")[0])["brokerid"] in (1, 2, 3)
 
     admin.create_topics([NewTopic(a, 3, 2), NewTopic(b, 1, 3)])
-    converge(zk, admin, topics, lambda k: set(k["topics"]) == topics and all(
-        len(k["topics"][t]) == n for t, n in ((a, 3), (b, 1))), "create topics")
+    converge(
+        zk,
+        admin,
+        topics,
+        lambda k: (
+            set(k["topics"]) == topics
+            and all(len(k["topics"][t]) == n for t, n in ((a, 3), (b, 1)))
+        ),
+        "create topics",
+    )
     state = json.loads(zk.get(f"/brokers/topics/{a}/partitions/0/state")[0])
     assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
 

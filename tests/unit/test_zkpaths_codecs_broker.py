@@ -187,7 +187,9 @@ def test_encode_rejects_bad_fields() -> None:
         encode_broker(BrokerRegistration(1, None, -1, ("nonsense",)))
     with pytest.raises(ValueError, match="min_version <= max_version"):
         encode_broker(
-            BrokerRegistration(**{**good.__dict__, "features": {"f": {"min_version": 2, "max_version": 1}}}),
+            BrokerRegistration(
+                **{**good.__dict__, "features": {"f": {"min_version": 2, "max_version": 1}}}
+            ),
             version=5,
         )
 

@@ -26,7 +26,9 @@ from zkpaths import (
 # ZookeeperConsumerConnector.registerConsumerInZK, 0.10.2.2
 V010 = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1500000000000"}'
 # 0.8.0: Utils.mergeJsonFields of sorted fields, TopicCount.dbString with spaces
-V080 = b'{ "pattern":"static", "subscription":{ "t": 1 }, "timestamp":"1400000000000", "version":1 }'
+V080 = (
+    b'{ "pattern":"static", "subscription":{ "t": 1 }, "timestamp":"1400000000000", "version":1 }'
+)
 V080_WILDCARD = (
     b'{ "pattern":"white_list", "subscription":{ "foo.*" : 2 }, '
     b'"timestamp":"1400000000000", "version":1 }'
@@ -46,7 +48,9 @@ def test_0_10_golden_vector_both_ways() -> None:
 
 
 def test_0_8_0_spaced_json() -> None:
-    assert decode_consumer_registration(V080) == ConsumerRegistration({"t": 1}, STATIC, 1400000000000)
+    assert decode_consumer_registration(V080) == ConsumerRegistration(
+        {"t": 1}, STATIC, 1400000000000
+    )
     wildcard = decode_consumer_registration(V080_WILDCARD)
     assert wildcard == ConsumerRegistration({"foo.*": 2}, WHITE_LIST, 1400000000000)
     assert wildcard.is_wildcard
@@ -185,8 +189,21 @@ def test_offset() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"abc", b"-2", b"--1", b"+5", b" 5", b"5\n", b"1.5", b"1e3", b"9223372036854775808",
-     b"1" * 30, b"\xff", b"\xd9\xa3"],  # the last is an Arabic-Indic digit, int() would take it
+    [
+        b"",
+        b"abc",
+        b"-2",
+        b"--1",
+        b"+5",
+        b" 5",
+        b"5\n",
+        b"1.5",
+        b"1e3",
+        b"9223372036854775808",
+        b"1" * 30,
+        b"\xff",
+        b"\xd9\xa3",
+    ],  # the last is an Arabic-Indic digit, int() would take it
 )
 def test_offset_rejects(data: bytes) -> None:
     with pytest.raises(CodecError, match="committed offset at /consumers/g/offsets/t/0"):

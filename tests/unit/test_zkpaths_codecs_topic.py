@@ -27,8 +27,7 @@ TOPIC_ID = "ooEOTJNkQzq_OfLeXvvHEQ"
 T_V1 = b'{"version":1,"partitions":{"0":[1,2],"1":[2,0],"10":[0,1]}}'
 # 2.4-2.7, a reassignment adding broker 3 to partition 0
 T_V2 = (
-    b'{"version":2,"partitions":{"0":[1,2,3]},"adding_replicas":{"0":[3]},'
-    b'"removing_replicas":{}}'
+    b'{"version":2,"partitions":{"0":[1,2,3]},"adding_replicas":{"0":[3]},"removing_replicas":{}}'
 )
 # 2.8+ as a Scala 2.12 build writes it (hash-map key order)
 T_V3 = (

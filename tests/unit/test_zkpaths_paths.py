@@ -89,14 +89,20 @@ def test_parse_never_raises_anything_but_zkpatherror(text: str) -> None:
         ("/brokers/topics/t/partitions/7/state", PartitionStatePath("t", 7)),
         ("/consumers/g", ConsumerGroupPath("g")),
         ("/consumers/g/ids", ConsumerIdsPath("g")),
-        ("/consumers/g/ids/g_host-1500000000000-1a2b3c4d", ConsumerIdPath("g", "g_host-1500000000000-1a2b3c4d")),
+        (
+            "/consumers/g/ids/g_host-1500000000000-1a2b3c4d",
+            ConsumerIdPath("g", "g_host-1500000000000-1a2b3c4d"),
+        ),
         ("/consumers/g/owners", OwnersPath("g")),
         ("/consumers/g/owners/t", TopicOwnersPath("g", "t")),
         ("/consumers/g/owners/t/3", OwnerPath("g", "t", 3)),
         ("/consumers/g/offsets", OffsetsPath("g")),
         ("/consumers/g/offsets/t", TopicOffsetsPath("g", "t")),
         ("/consumers/g/offsets/t/3", OffsetPath("g", "t", 3)),
-        ("/consumers/group with spaces:and_colons", ConsumerGroupPath("group with spaces:and_colons")),
+        (
+            "/consumers/group with spaces:and_colons",
+            ConsumerGroupPath("group with spaces:and_colons"),
+        ),
     ],
 )
 def test_parse_examples(path: str, expected: zkpaths.ZkPath) -> None:

@@ -1,0 +1,180 @@
+"""Flows F2/F3's decision: how a Kafka consumer group looks as a group of old consumers.
+
+Pure. Each member becomes a single-stream legacy consumer whose id sorts like its member
+id (``zkpaths.mirror_ids``), so a legacy range computation over ``/ids`` gives Kafka's
+``range`` assignment. Each assigned partition gets an owner node holding the member's
+mirrored thread id; each committed offset an offset node.
+
+Groups the bridge must not write are *frozen*: their bridge-owned nodes are desired exactly
+as they are, so the planner neither changes nor deletes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+import zkpaths
+from bridge.decide.plan import Desired, Node
+from bridge.kafka.groups import GroupView
+from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
+from zkpaths.names import topic_problem
+
+SCOPE = (zkpaths.CONSUMERS,)
+
+#: group states whose member list and assignment mean what they say; during a rebalance
+#: DescribeGroups has members without metadata or assignment, so the mirror waits
+STABLE_STATES = ("Stable", "Empty")
+
+
+class OnGroupDeleted(StrEnum):
+    """What becomes of a group's mirrored offsets once the group is deleted in Kafka."""
+
+    KEEP_OFFSETS = "keep-offsets"  # like ZooKeeper storage: offsets stay until removed
+    DELETE = "delete"  # the mirror follows Kafka: the group's nodes go away
+
+
+@dataclass
+class GroupDecision:
+    group_id: str
+    desired: dict[str, Desired] = field(default_factory=dict)
+    #: why the group is not mirrored at all (counted by reason)
+    skipped: str | None = None
+    #: the group is mid-rebalance: kept as it was, nothing to report
+    waiting: bool = False
+    #: what could only be mirrored partially (member metadata, deleted topics, ...)
+    problems: list[str] = field(default_factory=list)
+
+
+def group_paths(group: str, paths: AbstractSet[str]) -> set[str]:
+    root = zkpaths.consumer_group_path(group)
+    return {p for p in paths if p == root or p.startswith(root + "/")}
+
+
+def frozen(group: str, current: Mapping[str, Node], owned: AbstractSet[str]) -> dict[str, Desired]:
+    """Keep every bridge-owned node of ``group`` exactly as it is."""
+    return {
+        p: Desired(current[p].data, ephemeral=bool(current[p].ephemeral_owner))
+        for p in group_paths(group, owned)
+        if p in current
+    }
+
+
+def legacy_members(group: str, ids: list[str], owned: AbstractSet[str]) -> list[str]:
+    """Consumer ids under ``/ids`` that the bridge did not write: real old consumers."""
+    return [c for c in ids if zkpaths.consumer_id_path(group, c) not in owned]
+
+
+def _structural(group: str) -> dict[str, Desired]:
+    return {
+        p: Desired(structural=True)
+        for p in (
+            zkpaths.CONSUMERS,
+            zkpaths.consumer_group_path(group),
+            zkpaths.consumer_ids_path(group),
+            zkpaths.owners_path(group),
+            zkpaths.offsets_path(group),
+        )
+    }
+
+
+def _registration(topics: tuple[str, ...], current: Node | None, now_ms: int) -> bytes:
+    """Keep the registration's timestamp while its subscription is unchanged."""
+    reg = zkpaths.ConsumerRegistration({t: 1 for t in sorted(topics)}, timestamp_ms=now_ms)
+    if current is not None:
+        try:
+            old = zkpaths.decode_consumer_registration(current.data)
+            if old.subscription == reg.subscription and old.pattern == reg.pattern:
+                reg = replace(reg, timestamp_ms=old.timestamp_ms)
+        except zkpaths.CodecError:
+            pass
+    return zkpaths.encode_consumer_registration(reg)
+
+
+def decide_group(
+    group: GroupView,
+    current: Mapping[str, Node],
+    owned: AbstractSet[str],
+    legacy_ids: list[str],
+    partitions: Mapping[str, int],
+    now_ms: int,
+) -> GroupDecision:
+    """The ``/consumers/<g>`` tree for ``group``.
+
+    ``legacy_ids`` are the consumer ids currently under ``/ids`` that the bridge did not
+    write; ``partitions`` maps each existing topic to its partition count.
+    """
+    g = group.group_id
+    decision = GroupDecision(g)
+    if group.error:
+        decision.skipped = f"could not read the group from Kafka ({group.error})"
+    elif group.protocol_type not in ("consumer", ""):
+        decision.skipped = f"protocol type {group.protocol_type!r} is not 'consumer'"
+    elif legacy_ids:
+        decision.skipped = (
+            f"old ZooKeeper consumers are registered ({', '.join(sorted(legacy_ids)[:3])}"
+            f"{'...' if len(legacy_ids) > 3 else ''}); the group is left to coexistence"
+        )
+    elif group.state not in STABLE_STATES:
+        decision.waiting = True
+    if decision.skipped or decision.waiting:
+        decision.desired = frozen(g, current, owned)
+        return decision
+    try:
+        zkpaths.consumer_group_path(g)
+    except zkpaths.ZkPathError as exc:
+        decision.skipped = f"group id cannot be a znode name: {exc}"
+        return decision
+
+    d = decision.desired
+    d.update(_structural(g))
+    owners: dict[tuple[str, int], str] = {}
+    for m in sorted(group.members, key=lambda m: zkpaths.java_sort_key(m.member_id)):
+        if m.topics is None:
+            decision.problems.append(f"member {m.member_id}: subscription metadata undecodable")
+            continue
+        topics = tuple(t for t in m.topics if topic_problem(t) is None)
+        path = zkpaths.consumer_id_path(g, mirrored_consumer_id(m.member_id))
+        d[path] = Desired(_registration(topics, current.get(path), now_ms), ephemeral=True)
+        if m.assignment is None:
+            decision.problems.append(f"member {m.member_id}: assignment undecodable")
+            continue
+        thread = mirrored_thread_id(m.member_id)
+        for topic, parts in m.assignment.items():
+            if topic not in partitions:
+                decision.problems.append(f"member {m.member_id}: topic {topic} no longer exists")
+                continue
+            for p in parts:
+                if not 0 <= p < partitions[topic]:
+                    decision.problems.append(f"member {m.member_id}: {topic}-{p} does not exist")
+                elif (topic, p) in owners:
+                    decision.problems.append(f"{topic}-{p} assigned to two members")
+                else:
+                    owners[(topic, p)] = thread
+    for (topic, p), thread in owners.items():
+        d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
+        d[zkpaths.owner_path(g, topic, p)] = Desired(zkpaths.encode_owner(thread), ephemeral=True)
+    for (topic, p), offset in group.offsets.items():
+        if topic not in partitions:
+            decision.problems.append(f"offset for deleted topic {topic} not mirrored")
+            continue
+        d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
+        d[zkpaths.offset_path(g, topic, p)] = Desired(zkpaths.encode_offset(offset))
+    return decision
+
+
+def decide_deleted_group(
+    group: str, current: Mapping[str, Node], owned: AbstractSet[str], policy: OnGroupDeleted
+) -> dict[str, Desired]:
+    """Desired nodes of a group Kafka no longer has (members and owners always go)."""
+    if policy is OnGroupDeleted.DELETE:
+        return {}
+    offsets_root = zkpaths.offsets_path(group)
+    keep = frozen(group, current, owned)
+    return {
+        p: want
+        for p, want in keep.items()
+        if p.startswith(offsets_root) or p in (zkpaths.consumer_group_path(group),)
+    }

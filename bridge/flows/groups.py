@@ -1,0 +1,145 @@
+"""Flows F2/F3: Kafka consumer groups and their offsets → ``/consumers/<g>`` in ZooKeeper.
+
+Each tick: list and describe the groups (one batched OffsetFetch per coordinator), read
+which consumer ids are registered under each group's ``/ids``, let ``decide_group`` say what
+the tree should be, and write only the difference as fenced batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kafka import KafkaAdminClient
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+import zkpaths
+from bridge.decide.groups import (
+    SCOPE,
+    OnGroupDeleted,
+    decide_deleted_group,
+    decide_group,
+    group_paths,
+    legacy_members,
+)
+from bridge.decide.plan import Desired, Node, plan_writes
+from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups
+from bridge.metrics import METRICS
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
+
+log = logging.getLogger(__name__)
+
+
+class GroupMirrorFlow:
+    name = "groups"
+
+    def __init__(
+        self,
+        zk: KazooClient,
+        admin: KafkaAdminClient,
+        writer: FencedWriter,
+        group_filter: GroupFilter,
+        on_deleted: OnGroupDeleted = OnGroupDeleted.KEEP_OFFSETS,
+    ) -> None:
+        self.zk = zk
+        self.admin = admin
+        self.writer = writer
+        self.filter = group_filter
+        self.on_deleted = on_deleted
+        self.known: dict[str, Node] = {}
+        self._reported: set[str] = set()
+        #: the last decision per group, for the CLI and tests: reason or None
+        self.skipped: dict[str, str] = {}
+
+    def owned(self) -> set[str]:
+        root = zkpaths.CONSUMERS
+        return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
+
+    def resync(self) -> None:
+        self.writer.ledger.load(self.zk, SCOPE)
+        self.known = read_nodes(self.zk, sorted(self.owned()))
+
+    def _registered_ids(self, groups: list[str]) -> dict[str, list[str]]:
+        pending = [(g, self.zk.get_children_async(zkpaths.consumer_ids_path(g))) for g in groups]
+        out = {}
+        for g, result in pending:
+            try:
+                out[g] = result.get()
+            except NoNodeError:
+                out[g] = []
+        return out
+
+    def _partitions(self) -> dict[str, int]:
+        return {
+            t["name"]: len(t["partitions"])
+            for t in self.admin.describe_topics()
+            if t.get("error_code", 0) == 0 and t["partitions"]
+        }
+
+    def tick(self) -> int:
+        kinds = list_group_ids(self.admin)
+        wanted = sorted(g for g in kinds if self.filter(g))
+        # protocol type "" is a group that only commits offsets (assign() + commit)
+        consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
+        views = read_groups(self.admin, consumer_groups)
+        # a group being deleted still answers for a moment, as Dead and without offsets
+        dead = {g for g, v in views.items() if v.state == "Dead"}
+        wanted = [g for g in wanted if g not in dead]
+        partitions = self._partitions()
+        owned = self.owned()
+        mirrored_groups = {
+            p.split("/")[2] for p in owned if p.count("/") >= 2
+        }  # /consumers/<g>/...
+        registered = self._registered_ids(sorted(set(wanted) | mirrored_groups))
+        now = int(time.time() * 1000)
+
+        desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
+        skipped: dict[str, str] = {}
+        for g in wanted:
+            if g not in views:
+                skipped[g] = f"protocol type {kinds[g]!r} is not 'consumer'"
+                continue
+            legacy = legacy_members(g, registered.get(g, []), owned)
+            decision = decide_group(views[g], self.known, owned, legacy, partitions, now)
+            desired.update(decision.desired)
+            if decision.skipped:
+                skipped[g] = decision.skipped
+            for problem in decision.problems:
+                self._report_once(g, problem, "partial")
+        for g in mirrored_groups - set(wanted):
+            desired.update(decide_deleted_group(g, self.known, owned, self.on_deleted))
+        for g, reason in skipped.items():
+            if self.skipped.get(g) != reason:
+                self._report_once(g, f"not mirrored: {reason}", "skipped")
+        self.skipped = skipped
+
+        unknown = [p for p in desired if p not in self.known]
+        current = {**self.known, **read_nodes(self.zk, unknown)}
+        plan = plan_writes(desired, current, owned, self.writer.session_id)
+        for c in plan.conflicts:
+            self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
+        # adopt what was read, so the planner and the known tree agree
+        self.known = {p: n for p, n in current.items() if p in desired or p in owned}
+        if not plan.ops:
+            return 0
+        try:
+            self.writer.apply(plan.ops, self.known)
+        except BatchRejected as exc:
+            log.warning("group batch rejected (%s); re-reading ZooKeeper", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            self.resync()
+            return 0
+        METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
+        return len(plan.ops)
+
+    def _report_once(self, subject: str, message: str, kind: str) -> None:
+        key = f"{subject}:{message}"
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
+        log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
+
+
+__all__ = ["GroupMirrorFlow", "group_paths"]

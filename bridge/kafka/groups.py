@@ -1,0 +1,129 @@
+"""Reads Kafka's classic consumer groups into ``GroupView``s (the I/O edge of F2/F3).
+
+Group APIs are the source of truth: ListGroups, DescribeGroups (members, their
+subscriptions and assignments) and OffsetFetch, batched over many groups per coordinator
+where the broker allows it (OffsetFetch v8+).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MemberView:
+    member_id: str
+    client_id: str
+    client_host: str
+    #: subscribed topics; None when the member's metadata could not be decoded
+    topics: tuple[str, ...] | None
+    #: assigned partitions per topic; None when the assignment could not be decoded
+    assignment: dict[str, tuple[int, ...]] | None
+
+
+@dataclass(frozen=True)
+class GroupView:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str | None
+    members: tuple[MemberView, ...] = ()
+    #: committed offsets (the next offset to consume) per (topic, partition)
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: set when the group could not be read; the group is then left as it is in ZooKeeper
+    error: str | None = None
+
+
+def _member(m: dict) -> MemberView:
+    meta, assign = m.get("member_metadata"), m.get("member_assignment")
+    topics = tuple(meta["topics"]) if isinstance(meta, dict) else None
+    assignment = None
+    if isinstance(assign, dict):
+        assignment = {
+            a["topic"]: tuple(sorted(a["partitions"])) for a in assign["assigned_partitions"]
+        }
+    elif not assign:
+        assignment = {}  # joined but not yet synced: owns nothing
+    return MemberView(
+        member_id=m["member_id"],
+        client_id=m.get("client_id") or "",
+        client_host=m.get("client_host") or "",
+        topics=topics,
+        assignment=assignment,
+    )
+
+
+class GroupFilter:
+    """Include/exclude regexes (full match), as operators configure them."""
+
+    def __init__(self, include: Sequence[str] = (".*",), exclude: Sequence[str] = ()) -> None:
+        self.include = [re.compile(p) for p in include]
+        self.exclude = [re.compile(p) for p in exclude]
+
+    def __call__(self, group_id: str) -> bool:
+        return any(p.fullmatch(group_id) for p in self.include) and not any(
+            p.fullmatch(group_id) for p in self.exclude
+        )
+
+
+def list_group_ids(admin: KafkaAdminClient) -> dict[str, str]:
+    """Every group the cluster knows, with its protocol type."""
+    return {g["group_id"]: g.get("protocol_type") or "" for g in admin.list_groups()}
+
+
+def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
+    """Committed offsets of many groups; a group whose fetch fails maps to the error."""
+    if not groups:
+        return {}
+    try:
+        return admin.list_group_offsets({g: None for g in groups})
+    except KafkaError:
+        out: dict[str, dict | str] = {}
+        for g in groups:  # one bad group must not blind the others
+            try:
+                out[g] = admin.list_group_offsets({g: None})[g]
+            except KafkaError as exc:
+                out[g] = f"{type(exc).__name__}: {exc}"
+        return out
+
+
+def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, GroupView]:
+    """Describe the given groups and fetch their offsets."""
+    ids = sorted(group_ids)
+    if not ids:
+        return {}
+    described = admin.describe_groups(ids)
+    offsets = _offsets(admin, ids)
+    views: dict[str, GroupView] = {}
+    for g in ids:
+        d = described.get(g)
+        off = offsets.get(g, {})
+        error = None
+        if d is None or d.get("error"):
+            error = f"describe failed: {d.get('error') if d else 'no answer'}"
+        elif isinstance(off, str):
+            error = f"offset fetch failed: {off}"
+        if error:
+            views[g] = GroupView(g, "Unknown", "", None, error=error)
+            continue
+        views[g] = GroupView(
+            group_id=g,
+            state=d.get("group_state") or "",
+            protocol_type=d.get("protocol_type") or "",
+            protocol=d.get("protocol_data") or None,
+            members=tuple(_member(m) for m in d.get("members", [])),
+            offsets={
+                (tp.topic, tp.partition): om.offset
+                for tp, om in off.items()
+                if om is not None and om.offset is not None and om.offset >= 0
+            },
+        )
+    return views

@@ -1,0 +1,255 @@
+"""Flows F2/F3 on the real stack: kafka-python groups as legacy readers see them.
+
+Real ``KafkaConsumer``s join, leave, rebalance and commit; the ZooKeeper tree is read with
+plain kazoo and compared with what Kafka's admin API reports.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic
+from kazoo.exceptions import NoNodeError
+
+from tests.conftest import wait_for
+from tests.integration.raw_group import join_raw_group
+from zkpaths import legacy_range_assign
+from zkpaths.mirror_ids import member_id_of
+
+pytestmark = pytest.mark.integration
+
+CONVERGE_S = 5.0  # generous bound for a test; latency is measured by bench/offsets
+
+
+class PolledConsumer:
+    """A kafka-python consumer kept alive by a polling thread, committing as it goes."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], client_id: str) -> None:
+        self.consumer = KafkaConsumer(
+            *topics,
+            bootstrap_servers=bootstrap.split(","),
+            group_id=group,
+            client_id=client_id,
+            auto_offset_reset="earliest",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=200,
+            partition_assignment_strategy=_range(),
+            heartbeat_interval_ms=500,
+            session_timeout_ms=6000,
+        )
+        self.consumed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for records in self.consumer.poll(200).values():
+                self.consumed += len(records)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.consumer.close()
+
+
+def _range():
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    return (RangePartitionAssignor,)
+
+
+def kafka_view(admin, group: str) -> dict:
+    """Members' partitions and committed offsets, as Kafka reports them."""
+    desc = admin.describe_groups([group])[group]
+    owners = {}
+    for m in desc["members"]:
+        assignment = m["member_assignment"] or {"assigned_partitions": []}
+        for a in assignment["assigned_partitions"]:
+            for p in a["partitions"]:
+                owners[(a["topic"], p)] = m["member_id"]
+    offsets = {
+        (tp.topic, tp.partition): om.offset
+        for tp, om in admin.list_group_offsets({group: None})[group].items()
+        if om.offset >= 0
+    }
+    members = sorted(m["member_id"] for m in desc["members"])
+    return {"members": members, "owners": owners, "offsets": offsets}
+
+
+def zk_view(zk, group: str) -> dict:
+    """The same, read from /consumers/<g> as a legacy reader does (plus id decoding)."""
+    base = f"/consumers/{group}"
+
+    def children(path: str) -> list[str]:
+        try:
+            return zk.get_children(path)
+        except NoNodeError:
+            return []
+
+    out: dict = {"members": sorted(member_id_of(c) for c in children(f"{base}/ids"))}
+    out["owners"] = {}
+    for t in children(f"{base}/owners"):
+        for p in children(f"{base}/owners/{t}"):
+            thread = zk.get(f"{base}/owners/{t}/{p}")[0].decode()
+            out["owners"][(t, int(p))] = member_id_of(thread.rsplit("-", 1)[0])
+    out["offsets"] = {}
+    for t in children(f"{base}/offsets"):
+        for p in children(f"{base}/offsets/{t}"):
+            out["offsets"][(t, int(p))] = int(zk.get(f"{base}/offsets/{t}/{p}")[0])
+    return out
+
+
+def converged(zk, admin, group: str, ready=lambda k: True) -> dict:
+    """Wait until Kafka is in a state ``ready`` accepts and ZooKeeper shows the same."""
+    last = {}
+
+    def same():
+        nonlocal last
+        k = kafka_view(admin, group)
+        last = {"kafka": k, "zk": zk_view(zk, group)}
+        return ready(k) and last["zk"] == k
+
+    try:
+        wait_for(same, 60 if ready else CONVERGE_S, 0.1)
+    except AssertionError:
+        raise AssertionError(f"{group}: ZooKeeper does not match Kafka: {last}") from None
+    return last["kafka"]
+
+
+def legacy_range_over_zookeeper(zk, group: str) -> dict:
+    """What an old consumer of ``group`` would compute from the tree, knowing no bridge."""
+    threads_per_topic: dict[str, list[str]] = {}
+    for cid in zk.get_children(f"/consumers/{group}/ids"):
+        reg = json.loads(zk.get(f"/consumers/{group}/ids/{cid}")[0])
+        for topic, streams in reg["subscription"].items():
+            for n in range(streams):
+                threads_per_topic.setdefault(topic, []).append(f"{cid}-{n}")
+    partitions = {
+        t: len(json.loads(zk.get(f"/brokers/topics/{t}")[0])["partitions"])
+        for t in threads_per_topic
+    }
+    assignment = legacy_range_assign(threads_per_topic, partitions)
+    return {(tp.topic, tp.partition): owner for tp, owner in assignment.items()}
+
+
+def test_groups_mirror_joins_leaves_commits_and_deletion(
+    stack, zk, admin, start_bridge, topic_name
+):
+    topic, other = topic_name("g"), topic_name("h")
+    admin.create_topics([NewTopic(topic, 6, 2), NewTopic(other, 3, 2)])
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
+    for i in range(120):
+        producer.send(topic, f"v{i}".encode(), partition=i % 6)
+        producer.send(other, f"w{i}".encode(), partition=i % 3)
+    producer.flush()
+    ga, gb = f"{topic}-ga", f"{topic}-gb"
+    start_bridge()
+    consumers = [
+        PolledConsumer(stack.bootstrap_servers, ga, [topic], "alpha"),
+        PolledConsumer(stack.bootstrap_servers, ga, [topic, other], "beta"),
+        PolledConsumer(stack.bootstrap_servers, gb, [other], "gamma"),
+    ]
+    try:
+        k = converged(
+            zk,
+            admin,
+            ga,
+            lambda k: (
+                len(k["members"]) == 2
+                and len(k["owners"]) == 9
+                and sum(v for (t, _), v in k["offsets"].items() if t == topic) == 120
+            ),
+        )
+        converged(zk, admin, gb, lambda k: len(k["members"]) == 1 and len(k["offsets"]) == 3)
+
+        # the legacy JSON a reader parses
+        cid = zk.get_children(f"/consumers/{ga}/ids")[0]
+        reg = json.loads(zk.get(f"/consumers/{ga}/ids/{cid}")[0])
+        assert reg["version"] == 1 and reg["pattern"] == "static"
+        assert isinstance(reg["timestamp"], str)
+        assert all(v == 1 for v in reg["subscription"].values())
+
+        # a legacy range computation over the mirrored /ids gives Kafka's owners
+        legacy = legacy_range_over_zookeeper(zk, ga)
+        assert {tp: member_id_of(t.rsplit("-", 1)[0]) for tp, t in legacy.items()} == k["owners"]
+
+        # more data and commits: offsets follow
+        for i in range(60):
+            producer.send(topic, f"x{i}".encode(), partition=i % 6)
+        producer.flush()
+        converged(
+            zk,
+            admin,
+            ga,
+            lambda k: sum(v for (t, _), v in k["offsets"].items() if t == topic) == 180,
+        )
+
+        # a member leaves: the group rebalances and the tree follows
+        consumers[1].close()
+        k = converged(zk, admin, ga, lambda k: len(k["members"]) == 1 and len(k["owners"]) == 6)
+        assert zk_view(zk, ga)["owners"] == k["owners"]
+
+        # a member joins again
+        consumers[1] = PolledConsumer(stack.bootstrap_servers, ga, [topic], "delta")
+        converged(zk, admin, ga, lambda k: len(k["members"]) == 2 and len(k["owners"]) == 6)
+
+        # group emptied, then deleted: members/owners go, offsets stay (keep-offsets default)
+        consumers[2].close()
+        converged(zk, admin, gb, lambda k: k["members"] == [] and k["offsets"])
+        before = zk_view(zk, gb)["offsets"]
+        assert admin.delete_groups([gb])[gb] == "OK"
+        wait_for(
+            lambda: (
+                not zk.exists(f"/consumers/{gb}/ids") or not zk.get_children(f"/consumers/{gb}/ids")
+            ),
+            CONVERGE_S,
+        )
+        time.sleep(1)
+        assert zk_view(zk, gb)["offsets"] == before
+    finally:
+        for c in consumers:
+            c.close()
+        producer.close()
+        admin.delete_topics([topic, other])
+
+
+def test_group_with_real_old_consumers_is_left_alone(stack, zk, admin, start_bridge, topic_name):
+    topic = topic_name("old")
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    group = f"{topic}-mixed"
+    # an old consumer's registration, as the 0.10 consumer writes it
+    zk.create(
+        f"/consumers/{group}/ids/{group}_host-1-abcd1234",
+        json.dumps(
+            {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
+        ).encode(),
+        makepath=True,
+        ephemeral=True,
+    )
+    bridge = start_bridge()
+    c = PolledConsumer(stack.bootstrap_servers, group, [topic], "newbie")
+    try:
+        wait_for(lambda: "old ZooKeeper consumers are registered" in bridge.text(), 30)
+        time.sleep(1)
+        assert zk.get_children(f"/consumers/{group}/ids") == [f"{group}_host-1-abcd1234"]
+        assert not zk.exists(f"/consumers/{group}/owners/{topic}")
+    finally:
+        c.close()
+        admin.delete_topics([topic])
+
+
+def test_non_consumer_groups_are_skipped_with_a_reason(stack, zk, admin, start_bridge, topic_name):
+    """A Connect-style group (protocol type 'connect') is counted and explained, not mirrored."""
+    group = topic_name("connect")
+    stop = join_raw_group(stack.bootstrap_servers, group, protocol_type="connect")
+    bridge = start_bridge()
+    try:
+        wait_for(lambda: "protocol type 'connect' is not 'consumer'" in bridge.text(), 30)
+        assert not zk.exists(f"/consumers/{group}")
+    finally:
+        stop()
