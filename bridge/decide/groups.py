@@ -131,17 +131,18 @@ def decide_group(
     d = decision.desired
     d.update(_structural(g))
     owners: dict[tuple[str, int], str] = {}
-    for m in sorted(group.members, key=lambda m: zkpaths.java_sort_key(m.member_id)):
+    for m in group.members:
         if m.topics is None:
             decision.problems.append(f"member {m.member_id}: subscription metadata undecodable")
             continue
         topics = tuple(t for t in m.topics if topic_problem(t) is None)
-        path = zkpaths.consumer_id_path(g, mirrored_consumer_id(m.member_id))
+        cid = mirrored_consumer_id(g, m.member_id, m.group_instance_id)
+        path = zkpaths.consumer_id_path(g, cid)
         d[path] = Desired(_registration(topics, current.get(path), now_ms), ephemeral=True)
         if m.assignment is None:
             decision.problems.append(f"member {m.member_id}: assignment undecodable")
             continue
-        thread = mirrored_thread_id(m.member_id)
+        thread = mirrored_thread_id(g, m.member_id, m.group_instance_id)
         for topic, parts in m.assignment.items():
             if topic not in partitions:
                 decision.problems.append(f"member {m.member_id}: topic {topic} no longer exists")

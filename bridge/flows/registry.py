@@ -30,7 +30,12 @@ def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
     paths |= {zkpaths.CONTROLLER, zkpaths.CONTROLLER_EPOCH, zkpaths.CLUSTER_ID}
     top = children(client, [zkpaths.BROKER_IDS, zkpaths.BROKER_TOPICS])
     paths |= {f"{zkpaths.BROKER_IDS}/{c}" for c in top[zkpaths.BROKER_IDS]}
-    topics = [zkpaths.topic_path(t) for t in top[zkpaths.BROKER_TOPICS]]
+    # a child that is no legal topic name was not written by Kafka or the bridge: leave it
+    topics = [
+        f"{zkpaths.BROKER_TOPICS}/{t}"
+        for t in top[zkpaths.BROKER_TOPICS]
+        if zkpaths.topic_problem(t) is None
+    ]
     paths |= set(topics)
     part_dirs = [t + "/partitions" for t in topics]
     paths |= set(part_dirs)

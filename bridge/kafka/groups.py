@@ -27,6 +27,8 @@ class MemberView:
     topics: tuple[str, ...] | None
     #: assigned partitions per topic; None when the assignment could not be decoded
     assignment: dict[str, tuple[int, ...]] | None
+    #: static membership (KIP-345): the member's group.instance.id
+    group_instance_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ def _member(m: dict) -> MemberView:
         client_host=m.get("client_host") or "",
         topics=topics,
         assignment=assignment,
+        group_instance_id=m.get("group_instance_id") or None,
     )
 
 

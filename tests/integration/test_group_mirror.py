@@ -18,7 +18,7 @@ from kazoo.exceptions import NoNodeError
 from tests.conftest import wait_for
 from tests.integration.raw_group import join_raw_group
 from zkpaths import legacy_range_assign
-from zkpaths.mirror_ids import member_id_of
+from zkpaths.mirror_ids import parse_mirrored
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,9 @@ def zk_view(zk, group: str) -> dict:
             return zk.get_children(path)
         except NoNodeError:
             return []
+
+    def member_id_of(consumer_id: str) -> str:
+        return parse_mirrored(group, consumer_id)[1]
 
     out: dict = {"members": sorted(member_id_of(c) for c in children(f"{base}/ids"))}
     out["owners"] = {}
@@ -176,7 +179,8 @@ def test_groups_mirror_joins_leaves_commits_and_deletion(
 
         # a legacy range computation over the mirrored /ids gives Kafka's owners
         legacy = legacy_range_over_zookeeper(zk, ga)
-        assert {tp: member_id_of(t.rsplit("-", 1)[0]) for tp, t in legacy.items()} == k["owners"]
+        decoded = {tp: parse_mirrored(ga, t.rsplit("-", 1)[0])[1] for tp, t in legacy.items()}
+        assert decoded == k["owners"]
 
         # more data and commits: offsets follow
         for i in range(60):
