@@ -45,7 +45,7 @@ def raw_zk_writes(zk: KazooClient, n: int) -> list[float]:
     out = []
     for i in range(n):
         t = time.perf_counter()
-        zk.set_data("/bench-raw", str(i).encode())
+        zk.set("/bench-raw", str(i).encode())
         out.append(time.perf_counter() - t)
     zk.delete("/bench-raw")
     return out
