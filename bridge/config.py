@@ -117,12 +117,23 @@ class GroupsSettings(_Section):
         return v
 
 
+class CoexistenceSettings(_Section):
+    """Old ZooKeeper consumers and new Kafka members in one group (see docs/coexistence.md)."""
+
+    enabled: bool = True
+    #: how long a leader proxy may hold SyncGroup waiting for old owners to release
+    max_hold_s: float = Field(15.0, gt=0, le=300)
+    #: session timeout of proxy members; longer than a bridge fail-over
+    proxy_session_timeout_ms: int = Field(30000, ge=6000, le=1800000)
+
+
 class Settings(_Section):
     zookeeper: ZooKeeperSettings = ZooKeeperSettings()
     kafka: KafkaSettings = KafkaSettings()
     bridge: BridgeSettings = BridgeSettings()
     registry: RegistrySettings = RegistrySettings()
     groups: GroupsSettings = GroupsSettings()
+    coexistence: CoexistenceSettings = CoexistenceSettings()
 
 
 def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:

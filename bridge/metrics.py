@@ -43,5 +43,27 @@ class Metrics:
             "zkbridge_flow_tick_seconds", "time for one pass of a flow", ["flow"], registry=r
         )
 
+        self.proxies = Gauge(
+            "zkbridge_proxies", "proxy members run for old consumer threads", ["group"], registry=r
+        )
+        self.handover_hold = Histogram(
+            "zkbridge_handover_hold_seconds",
+            "how long a leader proxy held SyncGroup for a safe hand-over",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+            registry=r,
+        )
+        self.gate_timeouts = Counter(
+            "zkbridge_gate_timeouts",
+            "hand-overs that withheld partitions after the hold limit",
+            ["group"],
+            registry=r,
+        )
+        self.offsets_copied = Counter(
+            "zkbridge_offsets_copied",
+            "offsets moved between the stores at hand-over",
+            ["direction"],
+            registry=r,
+        )
+
 
 METRICS = Metrics()

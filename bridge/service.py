@@ -20,6 +20,7 @@ from bridge.config import Settings
 from bridge.connect import connect_kafka, connect_zookeeper
 from bridge.decide.groups import OnGroupDeleted
 from bridge.flows import Flow
+from bridge.flows.coexist import Coexistence
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
 from bridge.kafka.groups import GroupFilter
@@ -40,6 +41,7 @@ class Bridge:
         self.zk: KazooClient | None = None
         self.admin: KafkaAdminClient | None = None
         self.is_leader = False
+        self._coexistence = None
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST and not self.stop_event.is_set():
@@ -106,6 +108,10 @@ class Bridge:
         finally:
             self.is_leader = False
             METRICS.leader.set(0)
+            if self._coexistence is not None:
+                # stopping without LeaveGroup: a successor's proxies take the same static ids
+                self._coexistence.close(leave=False)
+                self._coexistence = None
             try:
                 lock.release()
             except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
@@ -125,6 +131,15 @@ class Bridge:
             )
         if s.groups.enabled:
             group_filter = GroupFilter(s.groups.include, s.groups.exclude)
+            coexistence = None
+            if s.coexistence.enabled:
+                coexistence = Coexistence(
+                    self.zk, self.admin, s.kafka.client_options(),
+                    transactional_id=f"kafka-zk-bridge:{self.root}",
+                    max_hold_s=s.coexistence.max_hold_s,
+                    session_timeout_ms=s.coexistence.proxy_session_timeout_ms,
+                )
+                self._coexistence = coexistence
             flows.append(
                 (
                     GroupMirrorFlow(
@@ -133,6 +148,7 @@ class Bridge:
                         writer,
                         group_filter,
                         OnGroupDeleted(s.groups.on_group_deleted),
+                        coexistence,
                     ),
                     s.groups.poll_interval_s,
                 )

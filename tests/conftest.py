@@ -107,7 +107,9 @@ def topic_name(request) -> Callable[[str], str]:
 class BridgeProcess:
     """A real ``zk-bridge run`` child process with its log in a file."""
 
-    def __init__(self, zookeeper: str, bootstrap: str, log: Path, *extra: str) -> None:
+    def __init__(
+        self, zookeeper: str, bootstrap: str, log: Path, *extra: str, env: dict | None = None
+    ) -> None:
         self.log = log
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
@@ -125,6 +127,7 @@ class BridgeProcess:
             stdout=self._out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
+            env={**os.environ, **(env or {})},
         )
 
     def text(self) -> str:
@@ -146,12 +149,18 @@ class BridgeProcess:
 def start_bridge(stack, chroot, tmp_path):
     started: list[BridgeProcess] = []
 
-    def start(*extra: str, zookeeper: str | None = None, bootstrap: str | None = None):
+    def start(
+        *extra: str,
+        zookeeper: str | None = None,
+        bootstrap: str | None = None,
+        env: dict | None = None,
+    ):
         b = BridgeProcess(
             zookeeper or stack.zk_connect + chroot,
             bootstrap or stack.bootstrap_servers,
             tmp_path / f"bridge-{len(started)}.log",
             *extra,
+            env=env,
         )
         started.append(b)
         return b

@@ -80,7 +80,7 @@ def _structural(group: str) -> dict[str, Desired]:
     }
 
 
-def _registration(topics: tuple[str, ...], current: Node | None, now_ms: int) -> bytes:
+def registration_data(topics: tuple[str, ...], current: Node | None, now_ms: int) -> bytes:
     """Keep the registration's timestamp while its subscription is unchanged."""
     reg = zkpaths.ConsumerRegistration({t: 1 for t in sorted(topics)}, timestamp_ms=now_ms)
     if current is not None:
@@ -138,7 +138,7 @@ def decide_group(
         topics = tuple(t for t in m.topics if topic_problem(t) is None)
         cid = mirrored_consumer_id(g, m.member_id, m.group_instance_id)
         path = zkpaths.consumer_id_path(g, cid)
-        d[path] = Desired(_registration(topics, current.get(path), now_ms), ephemeral=True)
+        d[path] = Desired(registration_data(topics, current.get(path), now_ms), ephemeral=True)
         if m.assignment is None:
             decision.problems.append(f"member {m.member_id}: assignment undecodable")
             continue

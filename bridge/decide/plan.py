@@ -27,11 +27,14 @@ class Desired:
 
     ``structural`` nodes (``/brokers/ids``, ``/consumers/<g>``) only need to exist: the bridge
     creates them when missing but never rewrites or reports one that someone else made.
+    ``adopt`` marks the one case where a foreign node may be set: an offset the storage mode
+    tells the bridge to move forward (the decision guarantees it only moves forward).
     """
 
     data: bytes = b""
     ephemeral: bool = False
     structural: bool = False
+    adopt: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ def plan_writes(
             creates.append(Create(path, want.data, want.ephemeral))
             continue
         if want.structural:
+            continue
+        if path not in owned and want.adopt and not want.ephemeral and not have.ephemeral_owner:
+            if have.data != want.data:
+                creates.append(SetData(path, want.data, have.version))
             continue
         if path not in owned:
             if have.data != want.data or bool(have.ephemeral_owner) != want.ephemeral:

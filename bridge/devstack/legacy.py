@@ -11,6 +11,7 @@ import hashlib
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -52,35 +53,10 @@ class Consumed:
     value: str
 
 
-class LegacyConsumerProcess:
-    """One JVM running the old consumer with the given flags; records what it consumed."""
+class ConsumerProcess:
+    """A consumer child process speaking the harness's stdout protocol; records messages."""
 
-    def __init__(
-        self,
-        zookeeper: str,
-        group: str,
-        topics: list[str],
-        *,
-        streams: int = 1,
-        extra: list[str] | None = None,
-        log: Path | None = None,
-    ) -> None:
-        argv = [
-            _java(),
-            "-Xmx256m",
-            "-cp",
-            harness_classpath(),
-            "LegacyConsumer",
-            "--zookeeper",
-            zookeeper,
-            "--group",
-            group,
-            "--streams",
-            str(streams),
-        ]
-        for t in topics:
-            argv += ["--topic", t]
-        argv += extra or []
+    def __init__(self, argv: list[str], log: Path | None = None) -> None:
         self.messages: list[Consumed] = []
         self.lines: list[str] = []
         self.consumer_id: str | None = None
@@ -134,9 +110,73 @@ class LegacyConsumerProcess:
         self._stderr.close()
         return self.proc.returncode
 
+    @property
+    def name(self) -> str:
+        return f"pid{self.proc.pid}"
+
     def kill(self) -> None:
         """kill -9: no commit, no clean-up; its ephemeral nodes expire with the session."""
         self.proc.kill()
         self.proc.wait()
         self._reader.join(5)
         self._stderr.close()
+
+
+class LegacyConsumerProcess(ConsumerProcess):
+    """One JVM running the old Scala consumer (0.10.2.2) with the given flags."""
+
+    def __init__(
+        self,
+        zookeeper: str,
+        group: str,
+        topics: list[str],
+        *,
+        streams: int = 1,
+        extra: list[str] | None = None,
+        log: Path | None = None,
+    ) -> None:
+        argv = [
+            _java(),
+            "-Xmx256m",
+            "-cp",
+            harness_classpath(),
+            "LegacyConsumer",
+            "--zookeeper",
+            zookeeper,
+            "--group",
+            group,
+            "--streams",
+            str(streams),
+        ]
+        for t in topics:
+            argv += ["--topic", t]
+        super().__init__(argv + (extra or []), log)
+
+
+class NewConsumerProcess(ConsumerProcess):
+    """A kafka-python ``KafkaConsumer`` (range assignor) in its own process."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topics: list[str],
+        *,
+        client_id: str,
+        extra: list[str] | None = None,
+        log: Path | None = None,
+    ) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "bridge.devstack.new_consumer",
+            "--bootstrap-server",
+            bootstrap,
+            "--group",
+            group,
+            "--client-id",
+            client_id,
+        ]
+        for t in topics:
+            argv += ["--topic", t]
+        super().__init__(argv + (extra or []), log)

@@ -16,8 +16,9 @@ from pathlib import Path
 POM_DIR = Path(__file__).with_name("maven")
 
 #: classpaths the stack knows about: "kafka" (Kafka 3.9 + ZooKeeper server), "legacy"
-#: (the 0.10.2.2 Scala high-level consumer used by end-to-end tests).
-CLASSPATHS = ("kafka", "legacy")
+#: (the 0.10.2.2 Scala high-level consumer used by end-to-end tests), "spark" (Spark's Kafka
+#: source for the audit pipeline).
+CLASSPATHS = ("kafka", "legacy", "spark")
 
 # Two SLF4J bindings on one classpath make every JVM print warnings; the stack logs
 # through reload4j, so logback (pulled in by ZooKeeper 3.8) is left out.

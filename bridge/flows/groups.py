@@ -20,10 +20,12 @@ from bridge.decide.groups import (
     OnGroupDeleted,
     decide_deleted_group,
     decide_group,
+    frozen,
     group_paths,
     legacy_members,
 )
 from bridge.decide.plan import Desired, Node, plan_writes
+from bridge.flows.coexist import Coexistence
 from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
@@ -41,12 +43,16 @@ class GroupMirrorFlow:
         writer: FencedWriter,
         group_filter: GroupFilter,
         on_deleted: OnGroupDeleted = OnGroupDeleted.KEEP_OFFSETS,
+        coexistence: Coexistence | None = None,
     ) -> None:
         self.zk = zk
         self.admin = admin
         self.writer = writer
         self.filter = group_filter
         self.on_deleted = on_deleted
+        self.coexist = coexistence
+        if coexistence is not None:
+            coexistence.report = self._report_once
         self.known: dict[str, Node] = {}
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
@@ -70,6 +76,12 @@ class GroupMirrorFlow:
                 out[g] = []
         return out
 
+    def _zk_groups(self) -> list[str]:
+        try:
+            return self.zk.get_children(zkpaths.CONSUMERS)
+        except NoNodeError:
+            return []
+
     def _partitions(self) -> dict[str, int]:
         return {
             t["name"]: len(t["partitions"])
@@ -91,31 +103,51 @@ class GroupMirrorFlow:
         mirrored_groups = {
             p.split("/")[2] for p in owned if p.count("/") >= 2
         }  # /consumers/<g>/...
-        registered = self._registered_ids(sorted(set(wanted) | mirrored_groups))
+        zk_groups = [g for g in self._zk_groups() if self.filter(g)]
+        registered = self._registered_ids(sorted(set(wanted) | mirrored_groups | set(zk_groups)))
         now = int(time.time() * 1000)
 
         desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
         skipped: dict[str, str] = {}
-        for g in wanted:
+        mixed: set[str] = set()
+        refresh: set[str] = set()
+        for g in sorted(set(wanted) | set(zk_groups)):
+            legacy = legacy_members(g, registered.get(g, []), owned)
+            if legacy and self.coexist is not None and g not in dead:
+                mixed.add(g)
+                state, threads = self.coexist.read_state(g, legacy, owned, sorted(partitions))
+                self.coexist.ensure_proxies(g, threads)
+                mixed_desired = self.coexist.decide(
+                    g, views.get(g), state, partitions, self.known, now
+                )
+                mixed_desired = mixed_desired or frozen(g, self.known, owned)
+                desired.update(mixed_desired)
+                refresh.update(mixed_desired)  # old consumers change these nodes all the time
+                continue
+            if g not in kinds or g in dead:
+                continue  # only in ZooKeeper, without old consumers: not the bridge's
             if g not in views:
                 skipped[g] = f"protocol type {kinds[g]!r} is not 'consumer'"
                 continue
-            legacy = legacy_members(g, registered.get(g, []), owned)
             decision = decide_group(views[g], self.known, owned, legacy, partitions, now)
             desired.update(decision.desired)
             if decision.skipped:
                 skipped[g] = decision.skipped
             for problem in decision.problems:
                 self._report_once(g, problem, "partial")
-        for g in mirrored_groups - set(wanted):
+        if self.coexist is not None:
+            for g in self.coexist.groups() - mixed:
+                self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
+        for g in mirrored_groups - set(wanted) - mixed:
             desired.update(decide_deleted_group(g, self.known, owned, self.on_deleted))
         for g, reason in skipped.items():
             if self.skipped.get(g) != reason:
                 self._report_once(g, f"not mirrored: {reason}", "skipped")
         self.skipped = skipped
 
-        unknown = [p for p in desired if p not in self.known]
-        current = {**self.known, **read_nodes(self.zk, unknown)}
+        unknown = [p for p in desired if p not in self.known or p in refresh]
+        fresh = read_nodes(self.zk, unknown)
+        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
         plan = plan_writes(desired, current, owned, self.writer.session_id)
         for c in plan.conflicts:
             self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
@@ -123,15 +155,24 @@ class GroupMirrorFlow:
         self.known = {p: n for p, n in current.items() if p in desired or p in owned}
         if not plan.ops:
             return 0
-        try:
-            self.writer.apply(plan.ops, self.known)
-        except BatchRejected as exc:
-            log.warning("group batch rejected (%s); re-reading ZooKeeper", exc)
-            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+        # one group's race with an old consumer must not hold back the others' writes
+        by_group: dict[str, list] = {}
+        for op in plan.ops:
+            group = op.path.split("/")[2] if op.path.count("/") >= 2 else ""
+            by_group.setdefault(group, []).append(op)
+        written, rejected = 0, False
+        for ops in by_group.values():
+            try:
+                self.writer.apply(ops, self.known)
+                written += len(ops)
+            except BatchRejected as exc:
+                log.warning("group batch rejected (%s); re-reading ZooKeeper", exc)
+                METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+                rejected = True
+        if rejected:
             self.resync()
-            return 0
-        METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
-        return len(plan.ops)
+        METRICS.writes.labels(flow=self.name).inc(written)
+        return written
 
     def _report_once(self, subject: str, message: str, kind: str) -> None:
         key = f"{subject}:{message}"

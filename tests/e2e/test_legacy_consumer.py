@@ -92,8 +92,10 @@ def test_bridge_never_touches_what_the_old_consumer_wrote(
         ids = zk.get_children("/consumers/own-g/ids")
         reg = json.loads(zk.get(f"/consumers/own-g/ids/{ids[0]}")[0])
         assert reg["subscription"] == {topic: 1}
-        # the ledger records only bridge-created nodes: nothing under /consumers
-        assert not zk.exists("/kafka-zk-bridge/owned/consumers")
+        # the ledger records only bridge-created nodes: none of the consumer's own
+        ledger = "/kafka-zk-bridge/owned/consumers/own-g"
+        for kind in ("ids", "owners", "offsets"):
+            assert not zk.exists(f"{ledger}/{kind}") or not zk.get_children(f"{ledger}/{kind}")
     finally:
         consumer.stop()
     admin.delete_topics([topic])

@@ -166,3 +166,11 @@ def test_plan_is_valid_respects_ownership_and_converges(scenario):
 
 def test_depth_and_parent():
     assert depth("/a/b") == 2 and parent("/a/b") == "/a" and parent("/a") == "/"
+
+
+def test_adopted_offset_node_is_set_but_never_deleted_or_owned():
+    current = {"/consumers/g/offsets/t/0": Node(b"5", 3, 0)}
+    desired = {"/consumers/g/offsets/t/0": Desired(b"9", adopt=True)}
+    plan = plan_writes(desired, current, set(), ME)
+    assert plan.ops == [SetData("/consumers/g/offsets/t/0", b"9", 3)]
+    assert plan_writes({}, current, set(), ME).ops == []

@@ -1,0 +1,198 @@
+"""Coexistence decisions: old ZooKeeper consumers and new Kafka members in one group (I1).
+
+Pure. The bridge runs a *proxy* member in the Kafka group for every old consumer thread,
+as a static member whose ``group.instance.id`` is the thread id. Kafka's ``range`` puts
+static members first (by instance id) and dynamic ones after (by member id); mirrored ids
+of new members sort after every old thread (``zkpaths.mirror_ids``). So the legacy range
+computed by old consumers over ``/ids`` and Kafka's range are the same computation.
+
+What keeps a partition from being fetched by an old and a new member at once:
+
+* **gate** (leader proxy, before SyncGroup): a partition moving to a new member must have
+  been released in ZooKeeper by its old owner (owner node gone) and then *fenced* by the
+  bridge (an owner node holding the new member's mirrored thread id, which no old consumer
+  can take); the old owner's final ZooKeeper offset must be committed in Kafka;
+* **release**: a fence goes only when the latest generation whose join phase completed no
+  longer gives the partition to a new member (an eager rejoin revoked it), after the new
+  member's last Kafka offset has been copied into ZooKeeper if it is ahead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import zkpaths
+from bridge.decide.groups import registration_data
+from bridge.decide.plan import Desired, Node
+from zkpaths import TopicPartition
+from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
+
+
+@dataclass(frozen=True)
+class KafkaMember:
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JoinedGeneration:
+    """A generation whose join phase completed: its members and their range assignment."""
+
+    generation_id: int
+    members: tuple[KafkaMember, ...]
+    assignment: dict[TopicPartition, str]  # partition -> member id
+
+
+@dataclass(frozen=True)
+class OwnerNode:
+    thread: str
+    ours: bool  # a bridge fence (in the ledger), not a real old consumer's claim
+
+
+@dataclass(frozen=True)
+class ZkGroupState:
+    """What ZooKeeper says of a mixed group right now."""
+
+    old_threads: frozenset[str]
+    owners: dict[TopicPartition, OwnerNode] = field(default_factory=dict)
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass
+class Gate:
+    """Whether the leader may send SyncGroup, and what stands in the way."""
+
+    #: released partitions the bridge must fence for their new owner (thread id)
+    fences: dict[TopicPartition, str] = field(default_factory=dict)
+    #: partitions an old consumer still owns (owner thread) although they move away
+    waiting: dict[TopicPartition, str] = field(default_factory=dict)
+    #: final ZooKeeper offsets of moving partitions that Kafka does not have yet
+    offsets_to_kafka: dict[TopicPartition, int] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return not (self.fences or self.waiting or self.offsets_to_kafka)
+
+
+def is_proxy(member: KafkaMember, old_threads: frozenset[str]) -> bool:
+    return member.group_instance_id is not None and member.group_instance_id in old_threads
+
+
+def range_assignment(
+    members: tuple[KafkaMember, ...], partitions: Mapping[str, int]
+) -> dict[TopicPartition, str]:
+    """Kafka's range over the members (static first), for topics that exist."""
+    subs = {m.member_id: [t for t in m.topics if t in partitions] for m in members}
+    instances = {m.member_id: m.group_instance_id for m in members}
+    return dict(zkpaths.kafka_range_assign(subs, partitions, group_instance_ids=instances))
+
+
+def new_member_threads(group: str, gen: JoinedGeneration, old: frozenset[str]) -> dict[str, str]:
+    """member id -> mirrored thread id, for every member that is not a proxy."""
+    return {
+        m.member_id: mirrored_thread_id(group, m.member_id, m.group_instance_id)
+        for m in gen.members
+        if not is_proxy(m, old)
+    }
+
+
+def sync_gate(
+    group: str,
+    gen: JoinedGeneration,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+) -> Gate:
+    """What must happen before the leader may hand ``gen.assignment`` to the members."""
+    gate = Gate()
+    threads = new_member_threads(group, gen, zk.old_threads)
+    for tp, member in gen.assignment.items():
+        thread = threads.get(member)
+        if thread is None:
+            continue  # stays with an old thread: the old consumers handle it
+        owner = zk.owners.get(tp)
+        if owner is not None and not owner.ours:
+            gate.waiting[tp] = owner.thread
+            continue
+        if owner is None or owner.thread != thread:
+            gate.fences[tp] = thread
+        zk_offset = zk.offsets.get(tp, -1)
+        if zk_offset > kafka_offsets.get(tp, -1):
+            gate.offsets_to_kafka[tp] = zk_offset
+    return gate
+
+
+def withheld(gen: JoinedGeneration, gate: Gate) -> dict[TopicPartition, str]:
+    """The assignment with every partition still waiting for its old owner held back."""
+    return {tp: m for tp, m in gen.assignment.items() if tp not in gate.waiting}
+
+
+@dataclass
+class MixedDecision:
+    desired: dict[str, Desired] = field(default_factory=dict)
+    #: fences released by this decision (their offsets copied to ZooKeeper first)
+    released: list[TopicPartition] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def decide_mixed_group(
+    group: str,
+    gen: JoinedGeneration,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+    current: Mapping[str, Node],
+    now_ms: int,
+) -> MixedDecision:
+    """The bridge's part of a mixed group's tree for the latest joined generation.
+
+    New members appear under ``/ids``; their partitions are fenced once released; fences of
+    partitions that went back to old threads are released, after moving the new member's
+    Kafka offset forward into ZooKeeper (I2: never backward).
+    """
+    out = MixedDecision()
+    d = out.desired
+    for p in (
+        zkpaths.CONSUMERS,
+        zkpaths.consumer_group_path(group),
+        zkpaths.consumer_ids_path(group),
+        zkpaths.owners_path(group),
+        zkpaths.offsets_path(group),
+    ):
+        d[p] = Desired(structural=True)
+    threads = new_member_threads(group, gen, zk.old_threads)
+    for m in gen.members:
+        for t in m.topics:
+            if zkpaths.topic_problem(t) is None:
+                d[zkpaths.topic_owners_path(group, t)] = Desired(structural=True)
+                d[zkpaths.topic_offsets_path(group, t)] = Desired(structural=True)
+        if m.member_id not in threads:
+            continue
+        if m.group_instance_id is not None:
+            out.problems.append(
+                f"new member {m.member_id} is static (group.instance.id "
+                f"{m.group_instance_id}); mixed groups need dynamic new members for the "
+                "legacy order to match Kafka's"
+            )
+        path = zkpaths.consumer_id_path(
+            group, mirrored_consumer_id(group, m.member_id, m.group_instance_id)
+        )
+        d[path] = Desired(registration_data(m.topics, current.get(path), now_ms), ephemeral=True)
+
+    for tp, member in gen.assignment.items():
+        thread = threads.get(member)
+        owner = zk.owners.get(tp)
+        if thread is not None and (owner is None or owner.ours):
+            d[zkpaths.owner_path(group, tp.topic, tp.partition)] = Desired(
+                zkpaths.encode_owner(thread), ephemeral=True
+            )
+    for tp, owner in zk.owners.items():
+        if not owner.ours or threads.get(gen.assignment.get(tp, "")) is not None:
+            continue
+        out.released.append(tp)  # not desired any more: the planner deletes the fence
+        k = kafka_offsets.get(tp, -1)
+        if k > zk.offsets.get(tp, -1):
+            d[zkpaths.offset_path(group, tp.topic, tp.partition)] = Desired(
+                zkpaths.encode_offset(k), adopt=True
+            )
+    return out

@@ -1,0 +1,305 @@
+"""Mixed groups: proxies for old threads, the leader's gated SyncGroup, fences and releases.
+
+Used by the group flow for every group that has real old consumers registered. It owns
+the I/O of coexistence (proxy members on the shared Kafka loop, transactional offset
+commits, reading a group's owners and offsets); the decisions are ``decide.handover``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.structs import OffsetAndMetadata
+from kafka.structs import TopicPartition as KafkaTP
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+import zkpaths
+from bridge.decide.handover import (
+    JoinedGeneration,
+    KafkaMember,
+    OwnerNode,
+    ZkGroupState,
+    decide_mixed_group,
+    range_assignment,
+    sync_gate,
+    withheld,
+)
+from bridge.decide.plan import Desired, Node
+from bridge.kafka.groups import GroupView
+from bridge.kafka.proxy import ProxyMember, ProxyPool
+from bridge.metrics import METRICS
+from zkpaths import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingSync:
+    """A leader proxy waiting in its join: the generation and, once decided, the target."""
+
+    generation_id: int
+    members: tuple[KafkaMember, ...]
+    since: float = field(default_factory=time.monotonic)
+    decided: dict[TopicPartition, str] | None = None
+
+
+def _children(zk: KazooClient, paths: list[str]) -> dict[str, list[str]]:
+    pending = [(p, zk.get_children_async(p)) for p in paths]
+    out = {}
+    for p, r in pending:
+        try:
+            out[p] = r.get()
+        except NoNodeError:
+            out[p] = []
+    return out
+
+
+def _data(zk: KazooClient, paths: list[str]) -> dict[str, bytes]:
+    pending = [(p, zk.get_async(p)) for p in paths]
+    out = {}
+    for p, r in pending:
+        try:
+            out[p] = r.get()[0] or b""
+        except NoNodeError:
+            continue
+    return out
+
+
+class Coexistence:
+    def __init__(
+        self,
+        zk: KazooClient,
+        admin: KafkaAdminClient,
+        client_options: dict,
+        transactional_id: str,
+        *,
+        max_hold_s: float = 15.0,
+        session_timeout_ms: int = 30000,
+        report=None,
+    ) -> None:
+        self.zk = zk
+        self.admin = admin
+        self.client_options = client_options
+        self.transactional_id = transactional_id
+        self.max_hold_s = max_hold_s
+        self.session_timeout_ms = session_timeout_ms
+        self.report = report or (lambda subject, message, kind: log.warning(message))
+        self.pool: ProxyPool | None = None
+        self.proxies: dict[tuple[str, str], ProxyMember] = {}
+        self.pending: dict[str, PendingSync] = {}
+        self.retry: set[str] = set()
+        self._lock = threading.Lock()
+        self._producer: KafkaProducer | None = None
+
+    # ---- the leader gate, on the proxies' IO loop -------------------------------------------
+    async def leader_gate(self, proxy: ProxyMember, generation_id: int, members):
+        request = PendingSync(generation_id, members)
+        with self._lock:
+            self.pending[proxy.group_id] = request
+        log.info(
+            "leader proxy holds SyncGroup until the hand-over is safe",
+            extra={"group": proxy.group_id, "generation": generation_id},
+        )
+        while request.decided is None and not proxy.closed:
+            await proxy.pool.sleep(0.05)
+        with self._lock:
+            if self.pending.get(proxy.group_id) is request:
+                del self.pending[proxy.group_id]
+        return request.decided or {}
+
+    # ---- proxies ----------------------------------------------------------------------
+    def ensure_proxies(self, group: str, threads: dict[str, tuple[str, ...]]) -> None:
+        """One proxy per old thread: start the missing ones, remove the departed ones."""
+        if threads and self.pool is None:
+            self.pool = ProxyPool(self.client_options)
+        for (g, thread), proxy in list(self.proxies.items()):
+            if g == group and (
+                thread not in threads or proxy.topics != tuple(sorted(threads[thread]))
+            ):
+                proxy.stop(leave=True)
+                del self.proxies[(g, thread)]
+                log.info("proxy left", extra={"group": g, "thread_id": thread})
+        for thread, topics in threads.items():
+            if (group, thread) in self.proxies:
+                continue
+            assert self.pool is not None
+            proxy = ProxyMember(
+                self.pool,
+                group,
+                thread,
+                topics,
+                self.leader_gate,
+                session_timeout_ms=self.session_timeout_ms,
+            )
+            proxy.start()
+            self.proxies[(group, thread)] = proxy
+            log.info("proxy started", extra={"group": group, "thread_id": thread})
+        METRICS.proxies.labels(group=group).set(len(threads))
+
+    def groups(self) -> set[str]:
+        return {g for g, _ in self.proxies}
+
+    def close(self, leave: bool = False) -> None:
+        for proxy in self.proxies.values():
+            proxy.stop(leave=leave)
+        self.proxies.clear()
+        if self._producer is not None:
+            self._producer.close()
+        if self.pool is not None:
+            self.pool.close()
+
+    # ---- ZooKeeper side of a mixed group ----------------------------------------------
+    def read_state(
+        self, group: str, legacy_ids: list[str], owned: set[str], topics: list[str]
+    ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
+        """Old threads (thread -> topics), owners and offsets of ``group``."""
+        regs = _data(self.zk, [zkpaths.consumer_id_path(group, c) for c in legacy_ids])
+        threads: dict[str, set[str]] = {}
+        for path, data in regs.items():
+            cid = path.rsplit("/", 1)[1]
+            try:
+                reg = zkpaths.decode_consumer_registration(data, path=path)
+                per_topic = zkpaths.registration_thread_ids(cid, reg, topics)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(path, f"old consumer registration unusable: {exc}", "bad_node")
+                continue
+            for topic, ids in per_topic.items():
+                for t in ids:
+                    threads.setdefault(t, set()).add(topic)
+        subscribed = sorted({t for ts in threads.values() for t in ts})
+        owner_dirs = [zkpaths.topic_owners_path(group, t) for t in subscribed]
+        offset_dirs = [zkpaths.topic_offsets_path(group, t) for t in subscribed]
+        listing = _children(self.zk, owner_dirs + offset_dirs)
+        owner_paths = [f"{d}/{p}" for d in owner_dirs for p in listing[d]]
+        offset_paths = [f"{d}/{p}" for d in offset_dirs for p in listing[d]]
+        data = _data(self.zk, owner_paths + offset_paths)
+        owners: dict[TopicPartition, OwnerNode] = {}
+        offsets: dict[TopicPartition, int] = {}
+        for path, value in data.items():
+            try:
+                parsed = zkpaths.parse_path(path)
+                tp = TopicPartition(parsed.topic, parsed.partition)
+                if isinstance(parsed, zkpaths.OwnerPath):
+                    owners[tp] = OwnerNode(zkpaths.decode_owner(value, path=path), path in owned)
+                else:
+                    offsets[tp] = zkpaths.decode_offset(value, path=path)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(path, f"bad node left alone: {exc}", "bad_node")
+        state = ZkGroupState(frozenset(threads), owners, offsets)
+        return state, {t: tuple(sorted(ts)) for t, ts in threads.items()}
+
+    # ---- one pass over a mixed group ---------------------------------------------------
+    def decide(
+        self,
+        group: str,
+        view: GroupView | None,
+        state: ZkGroupState,
+        partitions: dict[str, int],
+        current: dict[str, Node],
+        now_ms: int,
+    ) -> dict[str, Desired] | None:
+        """Desired nodes of the group, or None to keep it as it is (rebalancing, unknown)."""
+        kafka_offsets = {
+            TopicPartition(t, p): o for (t, p), o in (view.offsets if view else {}).items()
+        }
+        with self._lock:
+            pending = self.pending.get(group)
+        if pending is not None and pending.decided is None:
+            gen = JoinedGeneration(
+                pending.generation_id,
+                pending.members,
+                range_assignment(pending.members, partitions),
+            )
+            gate = sync_gate(group, gen, state, kafka_offsets)
+            if gate.offsets_to_kafka:
+                self._commit_to_kafka(group, gate.offsets_to_kafka)
+            if gate.ready:
+                pending.decided = gen.assignment
+                log.info(
+                    "hand-over safe; leader sends SyncGroup",
+                    extra={
+                        "group": group,
+                        "generation": gen.generation_id,
+                        "held_s": round(time.monotonic() - pending.since, 3),
+                    },
+                )
+                METRICS.handover_hold.observe(time.monotonic() - pending.since)
+            elif time.monotonic() - pending.since > self.max_hold_s:
+                pending.decided = withheld(gen, gate)
+                self.retry.add(group)
+                METRICS.gate_timeouts.labels(group=group).inc()
+                self.report(
+                    group,
+                    f"old owners did not release {sorted(map(str, gate.waiting))} "
+                    f"within {self.max_hold_s}s; those partitions are withheld and the "
+                    "group rebalances again once they are free",
+                    "gate_timeout",
+                )
+        elif view is not None and view.state == "Stable" and not view.error:
+            members = tuple(
+                KafkaMember(m.member_id, m.group_instance_id, m.topics or ()) for m in view.members
+            )
+            assignment = {
+                TopicPartition(t, p): m.member_id
+                for m in view.members
+                for t, ps in (m.assignment or {}).items()
+                for p in ps
+            }
+            gen = JoinedGeneration(-1, members, assignment)
+            if group in self.retry and not sync_gate(group, gen, state, kafka_offsets).waiting:
+                self._rejoin_leader(group)
+        else:
+            return None
+        decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
+        for problem in decision.problems:
+            self.report(group, problem, "partial")
+        return decision.desired
+
+    def _rejoin_leader(self, group: str) -> None:
+        for (g, _), proxy in self.proxies.items():
+            if g == group and proxy.is_leader:
+                self.retry.discard(group)
+                proxy.request_rejoin()
+                log.info(
+                    "leader proxy rejoins to hand over withheld partitions", extra={"group": group}
+                )
+                return
+
+    def _commit_to_kafka(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        """Commit old owners' final offsets into the live group, from outside it.
+
+        A member's OffsetCommit is refused while the group completes its rebalance; a
+        transactional offset commit is not, and it is fenced by the producer epoch, so a
+        deposed bridge cannot commit after its successor initialised the same id.
+        """
+        if self._producer is None:
+            self._producer = KafkaProducer(
+                transactional_id=self.transactional_id, **self.client_options
+            )
+            self._producer.init_transactions()
+        self._producer.begin_transaction()
+        self._producer.send_offsets_to_transaction(
+            {
+                KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
+                for tp, o in offsets.items()
+            },
+            group,
+        )
+        self._producer.commit_transaction()
+        want = {KafkaTP(tp.topic, tp.partition): o for tp, o in offsets.items()}
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # markers land asynchronously after EndTxn
+            seen = self.admin.list_group_offsets({group: list(want)})[group]
+            if all(seen.get(tp) and seen[tp].offset >= o for tp, o in want.items()):
+                break
+            time.sleep(0.05)
+        METRICS.offsets_copied.labels(direction="zk_to_kafka").inc(len(offsets))
+        log.info(
+            "committed old owners' offsets into Kafka",
+            extra={"group": group, "partitions": len(offsets)},
+        )

@@ -1,0 +1,228 @@
+"""Proxy members: each old consumer thread speaks the group protocol through the bridge.
+
+Built on kafka-python's ``BaseCoordinator``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+are the library's, run on one shared IO loop for every proxy of the process. A proxy is a
+*static* member (``group.instance.id`` = the old thread id) offering only the ``range``
+protocol with its thread's topics, so Kafka orders proxies exactly as old consumers order
+their threads.
+
+When a proxy is the group leader it does not run an assignor: it hands the joined
+generation to a *leader gate* coroutine (the coexistence flow), which may hold the
+SyncGroup until ZooKeeper shows the hand-over is safe. The wait is ``await``-ed on the
+shared loop, so every other proxy keeps heartbeating meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import kafka.errors as Errors
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.base import BaseCoordinator
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.consumer import JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
+from kafka.structs import MemberState
+
+from bridge.decide.handover import KafkaMember
+from zkpaths import TopicPartition
+
+log = logging.getLogger(__name__)
+
+PROXY_CLIENT_ID = "zk-bridge-proxy"
+
+#: leader gate: given the joined generation's members, returns partition -> member id
+LeaderGate = Callable[["ProxyMember", int, tuple[KafkaMember, ...]], Awaitable[dict]]
+
+
+class ProxyPool:
+    """One Kafka network client and IO thread shared by all proxy members."""
+
+    def __init__(self, client_options: dict, bootstrap_timeout_ms: int = 10000) -> None:
+        opts = {**client_options, "client_id": PROXY_CLIENT_ID}
+        self.client = KafkaNetClient(**opts)
+        self.net = self.client._manager._net
+        self.net.start()
+        self.client._manager.bootstrap(bootstrap_timeout_ms)
+        self.broker_version = self.client._manager.broker_version
+
+    def spawn(self, coro_fn: Callable[[], Awaitable[object]]):
+        """Run a coroutine on the shared loop in the background."""
+        return self.net.call_soon_with_future(coro_fn)
+
+    def sleep(self, seconds: float):
+        return self.net.sleep(seconds)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class ProxyMember(BaseCoordinator):
+    """The Kafka group member standing for one old consumer thread."""
+
+    def __init__(
+        self,
+        pool: ProxyPool,
+        group: str,
+        thread_id: str,
+        topics: tuple[str, ...],
+        leader_gate: LeaderGate,
+        *,
+        session_timeout_ms: int = 30000,
+        rebalance_timeout_ms: int = 60000,
+    ) -> None:
+        super().__init__(
+            pool.client,
+            group_id=group,
+            group_instance_id=thread_id,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=max(1000, session_timeout_ms // 10),
+            max_poll_interval_ms=rebalance_timeout_ms,
+            api_version=pool.broker_version,
+        )
+        self.pool = pool
+        self.thread_id = thread_id
+        self.topics = tuple(sorted(topics))
+        self.leader_gate = leader_gate
+        self.closed = False
+        self.is_leader = False
+        self.assignment: dict[str, tuple[int, ...]] = {}
+        self.last_error: str | None = None
+        self._task = None
+
+    # ---- what BaseCoordinator asks of a subclass --------------------------------------
+    def protocol_type(self) -> str:
+        return "consumer"
+
+    def group_protocols(self):
+        return [("range", RangePartitionAssignor.metadata(self.topics))]
+
+    def _perform_assignment(self, leader_id, protocol, members):  # pragma: no cover
+        raise AssertionError("proxies assign through the leader gate")
+
+    async def _on_join_complete_async(self, generation, member_id, protocol, assignment_bytes):
+        decoded = ConsumerProtocolAssignment.decode(assignment_bytes) if assignment_bytes else None
+        self.assignment = {
+            t: tuple(sorted(ps)) for t, ps in (decoded.assigned_partitions if decoded else [])
+        }
+        log.info(
+            "proxy joined",
+            extra={
+                "group": self.group_id,
+                "thread_id": self.thread_id,
+                "generation": generation,
+                "leader": self.is_leader,
+                "partitions": sum(map(len, self.assignment.values())),
+            },
+        )
+
+    # ---- join and sync, with the leader's hand-over gate ----------------------------------
+    async def _do_join_and_sync_async(self):
+        if self.coordinator_unknown():
+            raise Errors.CoordinatorNotAvailableError(self.coordinator_id)
+        with self._lock:
+            self.state = MemberState.REBALANCING
+        join = JoinGroupRequest(
+            group_id=self.group_id,
+            session_timeout_ms=self.config["session_timeout_ms"],
+            rebalance_timeout_ms=self.config["max_poll_interval_ms"],
+            member_id=self._generation.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type=self.protocol_type(),
+            protocols=self.group_protocols(),
+            max_version=7,
+        )
+        sent = time.monotonic()
+        response = await self._manager.send(
+            join,
+            node_id=self.coordinator_id,
+            request_timeout_ms=self.config["max_poll_interval_ms"] + 5000,
+        )
+        self._process_join_group_response(response, sent)
+        self.is_leader = response.leader == response.member_id
+        assignments = []
+        if self.is_leader:
+            members = tuple(
+                KafkaMember(
+                    m.member_id,
+                    m.group_instance_id or None,
+                    tuple(ConsumerProtocolSubscription.decode(m.metadata).topics),
+                )
+                for m in response.members
+            )
+            target: dict[TopicPartition, str] = await self.leader_gate(
+                self, response.generation_id, members
+            )
+            per_member: dict[str, dict[str, list[int]]] = {m.member_id: {} for m in members}
+            for tp, member in sorted(target.items()):
+                per_member.setdefault(member, {}).setdefault(tp.topic, []).append(tp.partition)
+            assignments = [
+                (mid, ConsumerProtocolAssignment(0, sorted(parts.items()), b"").encode())
+                for mid, parts in per_member.items()
+            ]
+        sync = SyncGroupRequest(
+            group_id=self.group_id,
+            generation_id=self._generation.generation_id,
+            member_id=self._generation.member_id,
+            group_instance_id=self.group_instance_id,
+            protocol_type=self.protocol_type(),
+            protocol_name=self._generation.protocol,
+            assignments=assignments,
+            max_version=5,
+        )
+        sent = time.monotonic()
+        sync_response = await self._manager.send(sync, node_id=self.coordinator_id)
+        return self._process_sync_group_response(sync_response, sent)
+
+    # ---- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = self.pool.spawn(self._run)
+
+    async def _run(self) -> None:
+        """Keep the member joined: rejoin whenever the coordinator asks for it."""
+        while not self.closed:
+            try:
+                if self.need_rejoin() or self.coordinator_unknown():
+                    await self.ensure_active_group_async(timeout_ms=5000)
+                self.last_error = None
+            except Exception as exc:  # noqa: BLE001 - retried; surfaced through last_error
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("proxy %s in %s: %s", self.thread_id, self.group_id, self.last_error)
+                await self.pool.sleep(1.0)
+            await self.pool.sleep(0.1)
+
+    async def _leave(self) -> None:
+        """Static members never leave on close; the bridge removes the proxy explicitly."""
+        if self.coordinator_unknown() or not self._generation.has_member_id():
+            return
+        request = LeaveGroupRequest(
+            group_id=self.group_id,
+            member_id=self._generation.member_id,
+            members=[
+                LeaveGroupRequest.MemberIdentity(
+                    member_id=self._generation.member_id,
+                    group_instance_id=self.group_instance_id,
+                    reason="old consumer thread left ZooKeeper",
+                )
+            ],
+        )
+        try:
+            await self._manager.send(request, node_id=self.coordinator_id)
+        except Errors.KafkaError as exc:
+            log.warning("LeaveGroup for %s failed: %s", self.thread_id, exc)
+
+    def stop(self, leave: bool = True) -> None:
+        """Stop heartbeating; with ``leave`` the member leaves the group at once."""
+        self.closed = True
+        if leave:
+            try:
+                self.pool.net.run(self._leave)
+            except Exception as exc:  # noqa: BLE001 - best effort; session timeout covers it
+                log.warning("proxy %s did not leave cleanly: %s", self.thread_id, exc)
+        self._close_heartbeat()
+        self.reset_generation()
