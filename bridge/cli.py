@@ -88,6 +88,159 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from bridge.audit import snapshot
+    from bridge.connect import Unreachable, connect_zookeeper
+
+    settings = _settings(args)
+    zk = settings.zookeeper
+    try:
+        client = connect_zookeeper(zk, attempts=2)
+    except Unreachable as exc:
+        print(f"snapshot: {exc}", file=sys.stderr)
+        return 3
+    try:
+        rows, manifest = snapshot.take(client, ids=snapshot.identities(zk.auth_scheme, zk.username))
+        manifest["zookeeper"] = zk.connect
+        path = snapshot.write(args.out, rows, manifest, args.format)
+    except (snapshot.SnapshotError, OSError) as exc:
+        print(f"snapshot: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        client.stop()
+        client.close()
+    print(
+        f"snapshot: {manifest['groups']} groups, {manifest['nodes']} nodes "
+        f"({manifest['bad_nodes']} bad) written to {path}"
+    )
+    return 0
+
+
+def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--conf {pair!r}: expected KEY=VALUE")
+        conf[key] = value
+    return conf
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from bridge.audit import dump, snapshot
+    from bridge.audit.pipeline import AuditConfig, AuditError, check_inputs, run, spark_session
+
+    settings = _settings(args)
+    # an explicit address (flag or config file) only: never audit a default localhost:9092
+    bootstrap = args.bootstrap_server or (settings.kafka.bootstrap_servers if args.config else None)
+    client = {k: v for k, v in settings.kafka.client_options().items() if k != "bootstrap_servers"}
+    if args.audit_command == "dump":
+        return _audit_dump(args, bootstrap, client)
+    missing = [f for f in ("snapshot", "out") if getattr(args, f) is None]
+    if missing:
+        print(f"audit: --{' and --'.join(missing)} required", file=sys.stderr)
+        return 2
+    cfg = AuditConfig(
+        snapshot=args.snapshot,
+        out=args.out,
+        bootstrap_servers=None if args.dump else bootstrap,
+        dump=args.dump,
+        groups=args.groups,
+        client_options=client,
+    )
+    try:
+        info = check_inputs(cfg)
+        spark = spark_session(args.master, conf=_spark_conf(args.conf))
+        try:
+            result = run(spark, cfg, info)
+        finally:
+            spark.stop()
+    except (AuditError, snapshot.SnapshotError, dump.DumpError) as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
+    except Exception as exc:  # Spark/py4j failures: one line, not a JVM stack trace
+        if type(exc).__module__.split(".")[0] not in ("pyspark", "py4j"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"audit: the Spark job failed: {first[:500]}", file=sys.stderr)
+        return 5
+    s = result.summary
+    counts = ", ".join(f"{n} {v}" for v, n in sorted(s["verdicts"].items()))
+    print(f"audit: {s['groups']} groups ({counts}); report {result.out / 'report.html'}")
+    return 0
+
+
+def _audit_dump(args: argparse.Namespace, bootstrap: str | None, client: dict) -> int:
+    from kafka.errors import KafkaError
+
+    from bridge.audit import dump
+    from bridge.connect import Unreachable, connect_kafka
+
+    if not bootstrap or args.out is None:
+        print("audit dump: --bootstrap-server and --out are required", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    try:
+        admin = connect_kafka(settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}), 2)
+    except Unreachable as exc:
+        print(f"audit dump: {exc}", file=sys.stderr)
+        return 3
+    try:
+        ends = dump.log_end_offsets(admin)
+        manifest = dump.write_dump(
+            args.out,
+            dump.read_offsets_topic(
+                bootstrap, **{k: v for k, v in client.items() if k != "client_id"}
+            ),
+            ends,
+            fmt=args.format,
+            source=bootstrap,
+        )
+    except (dump.DumpError, KafkaError, OSError) as exc:
+        print(f"audit dump: {exc}", file=sys.stderr)
+        return 4 if isinstance(exc, dump.DumpError) else 3
+    finally:
+        admin.close()
+    print(
+        f"audit dump: {manifest['records']} records ({manifest['tombstones']} tombstones) and "
+        f"{len(ends)} log-end offsets written to {args.out}"
+    )
+    return 0
+
+
+def add_audit_commands(sub) -> None:
+    """``snapshot`` and ``audit`` (with ``audit dump``): the migration audit of issue 6."""
+    snap = sub.add_parser(
+        "snapshot", help="write the ZooKeeper side (/consumers, /brokers) to files for an audit"
+    )
+    _connection_options(snap)
+    snap.add_argument("--out", required=True, type=Path, metavar="DIR")
+    snap.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    snap.set_defaults(func=cmd_snapshot)
+
+    audit = sub.add_parser(
+        "audit",
+        help="per-group migrate/finalize/roll-back verdicts (Spark) and an HTML report",
+        description="Compare __consumer_offsets with a ZooKeeper snapshot on Spark. "
+        "Exit codes: 2 bad input, 3 cluster unreachable, 4 nothing to audit, 5 Spark failed.",
+    )
+    _connection_options(audit)
+    audit.add_argument("--snapshot", type=Path, metavar="DIR", help="from 'zk-bridge snapshot'")
+    audit.add_argument("--out", type=Path, metavar="DIR", help="Parquet tables and report.html")
+    audit.add_argument(
+        "--dump", type=Path, metavar="DIR", help="read a dump ('audit dump') instead of Kafka"
+    )
+    audit.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    audit.add_argument("--groups", metavar="REGEX", help="audit only groups matching (full match)")
+    audit.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting")
+    audit.set_defaults(func=cmd_audit, audit_command=None)
+    actions = audit.add_subparsers(dest="audit_command", metavar="ACTION")
+    dump = actions.add_parser("dump", help="dump __consumer_offsets and log-end offsets to DIR")
+    _connection_options(dump)
+    dump.add_argument("--out", type=Path, metavar="DIR", required=True)
+    dump.add_argument("--format", choices=["parquet", "jsonl"], default="parquet")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zk-bridge",
@@ -124,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("file", type=Path)
     check.add_argument("-v", "--verbose", action="store_true", help="print the result")
     check.set_defaults(func=cmd_config_check)
+    add_audit_commands(sub)
     return parser
 
 

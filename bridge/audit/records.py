@@ -367,6 +367,20 @@ def decode_value(key: Key, data: bytes | None) -> Value:
     return UnknownValue("unknown", version)
 
 
+def value_version(data: bytes) -> int:
+    """The version a value declares (its first two bytes), without reading the rest."""
+    return Reader(bytes(data[:2]), "__consumer_offsets value").int16()
+
+
+def value_kind(key: Key, version: int) -> Kind:
+    """What a value of ``version`` under ``key`` is: its key's kind, or "unknown"."""
+    if isinstance(key, OffsetCommitKey) and version in OFFSET_COMMIT_VALUE_VERSIONS:
+        return "offset_commit"
+    if isinstance(key, GroupMetadataKey) and version in GROUP_METADATA_VALUE_VERSIONS:
+        return "group_metadata"
+    return "unknown"
+
+
 def encode_value(value: OffsetCommitValue | GroupMetadataValue) -> bytes:
     if isinstance(value, OffsetCommitValue):
         return encode_offset_commit_value(value)

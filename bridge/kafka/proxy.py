@@ -22,6 +22,7 @@ import kafka.errors as Errors
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
+from kafka.net.selector import NetworkSelector
 from kafka.protocol.consumer import JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from kafka.protocol.consumer.metadata import (
     ConsumerProtocolAssignment,
@@ -41,15 +42,33 @@ LeaderGate = Callable[["ProxyMember", int, tuple[KafkaMember, ...]], Awaitable[d
 
 
 class ProxyPool:
-    """One Kafka network client and IO thread shared by all proxy members."""
+    """One IO thread for every proxy member of the process.
+
+    Each proxy still gets connections of its own: a broker handles one request per
+    connection at a time, so a JoinGroup parked in the coordinator's purgatory would hold
+    up every other proxy's heartbeat queued behind it on a shared connection.
+    """
 
     def __init__(self, client_options: dict, bootstrap_timeout_ms: int = 10000) -> None:
-        opts = {**client_options, "client_id": PROXY_CLIENT_ID}
-        self.client = KafkaNetClient(**opts)
-        self.net = self.client._manager._net
+        self.options = {**client_options, "client_id": PROXY_CLIENT_ID}
+        self.bootstrap_timeout_ms = bootstrap_timeout_ms
+        self.net = NetworkSelector(**self.options)
         self.net.start()
-        self.client._manager.bootstrap(bootstrap_timeout_ms)
-        self.broker_version = self.client._manager.broker_version
+        probe = self.client()
+        self.broker_version = probe._manager.broker_version
+        self.release(probe)
+
+    def client(self) -> KafkaNetClient:
+        """A client with its own connections, on the shared loop."""
+        client = KafkaNetClient(net=self.net, **self.options)
+        client._manager.bootstrap(self.bootstrap_timeout_ms)
+        return client
+
+    def release(self, client: KafkaNetClient) -> None:
+        async def close() -> None:
+            client._manager.close()
+
+        self.net.run(close)
 
     def spawn(self, coro_fn: Callable[[], Awaitable[object]]):
         """Run a coroutine on the shared loop in the background."""
@@ -59,7 +78,7 @@ class ProxyPool:
         return self.net.sleep(seconds)
 
     def close(self) -> None:
-        self.client.close()
+        self.net.close()
 
 
 class ProxyMember(BaseCoordinator):
@@ -77,7 +96,7 @@ class ProxyMember(BaseCoordinator):
         rebalance_timeout_ms: int = 60000,
     ) -> None:
         super().__init__(
-            pool.client,
+            pool.client(),
             group_id=group,
             group_instance_id=thread_id,
             session_timeout_ms=session_timeout_ms,
@@ -226,3 +245,4 @@ class ProxyMember(BaseCoordinator):
                 log.warning("proxy %s did not leave cleanly: %s", self.thread_id, exc)
         self._close_heartbeat()
         self.reset_generation()
+        self.pool.release(self._client)

@@ -1,0 +1,973 @@
+"""The audit job on Spark: ``__consumer_offsets`` + a ZooKeeper snapshot -> per-group verdicts.
+
+Stages (each logs a line when it starts and when it is done):
+
+1. **decode and compact** - the topic is read as a batch (Spark's Kafka source, or a dump).
+   Records are first grouped by their raw key bytes and value version prefix - Spark only
+   compares bytes here, natively - keeping the count, first/last timestamp and the latest
+   record (highest offset) of each. Only those latest records go through the one decoder
+   (:mod:`bridge.audit.records`, in a ``mapInArrow`` worker), so the Python cost grows with
+   the number of distinct keys, not with the billions of commits. Then the decoded rows are
+   compacted to the latest record per (group, topic, partition) and per group, as the group
+   coordinator would load them: a tombstone last means deleted. Every record is counted by
+   key and value version; versions the decoder does not know are counted, never fatal.
+2. **snapshot** - the ZooKeeper side, as written by ``zk-bridge snapshot``.
+3. **log-end offsets** - for every topic either store mentions (kafka-python admin, or the
+   dump's ``log_end_offsets.jsonl``).
+4. **compare and decide** - per partition: both offsets, their difference, last commit time
+   and commit rate per store, lag; per group: the verdict of :mod:`bridge.audit.verdict`
+   (applied per group with ``applyInPandas``).
+5. **activity** - Kafka commits per group over time (a second pass over the records).
+6. **write** - Parquet tables ``partitions``, ``groups``, ``record_versions``, ``activity``,
+   ``summary.json`` and the self-contained ``report.html``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.audit import dump as dumpmod
+from bridge.audit import snapshot as snapmod
+from bridge.audit.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownValue,
+    decode_key,
+    decode_value,
+    summarize_group,
+    value_kind,
+    value_version,
+)
+from bridge.audit.verdict import GroupFacts, PartitionState, decide
+from bridge.audit.wire import RecordError
+
+log = logging.getLogger("bridge.audit")
+
+SPARK_POM = Path(__file__).resolve().parents[1] / "devstack" / "maven" / "spark" / "pom.xml"
+DEFAULT_MASTER = "local[2]"
+TABLES = ("partitions", "groups", "record_versions", "activity")
+
+#: key and value kinds of the decoded table (besides the record kinds of records.py)
+TOMBSTONE = "tombstone"
+UNDECODABLE = "undecodable"
+
+
+class AuditError(RuntimeError):
+    """The audit cannot run or its input is unusable; ``exit_code`` tells the CLI which."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# -- Spark session ------------------------------------------------------------------------------
+
+
+def pom_spark_version() -> str:
+    """The Spark version the Kafka source jars are fetched for (``spark.version`` in the pom)."""
+    m = re.search(r"<spark\.version>([^<]+)</spark\.version>", SPARK_POM.read_text())
+    if not m:
+        raise AuditError(f"{SPARK_POM} names no spark.version")
+    return m.group(1)
+
+
+def kafka_source_jars() -> list[str]:
+    """Local paths of the spark-sql-kafka jars, fetched by Maven once and cached."""
+    from bridge.devstack.maven import MavenError, ensure_classpath
+
+    try:
+        pattern = ensure_classpath("spark")
+    except MavenError as exc:
+        raise AuditError(f"cannot fetch Spark's Kafka source jars: {exc}") from None
+    return sorted(glob.glob(pattern[:-1] + "*.jar"))
+
+
+def _code_zip() -> str:
+    """``bridge`` and ``zkpaths`` zipped, for executors of a real cluster to import."""
+    root = Path(__file__).resolve().parents[2]
+    path = Path(tempfile.mkdtemp(prefix="kzb-audit-")) / "kafka_zk_bridge.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for pkg in ("bridge", "zkpaths"):
+            for f in (root / pkg).rglob("*.py"):
+                z.write(f, f.relative_to(root))
+    return str(path)
+
+
+def spark_session(
+    master: str = DEFAULT_MASTER,
+    *,
+    app_name: str = "kafka-zk-bridge audit",
+    conf: dict[str, str] | None = None,
+):
+    """A Spark session with the Kafka source on its classpath, quiet and tuned for the job.
+
+    Local mode uses this Python for workers and binds to loopback. Any other master gets the
+    project's code shipped with ``addPyFile``; its executors need pyarrow and pandas.
+    """
+    try:
+        import pyspark
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise AuditError(
+            "pyspark is not installed: pip install 'kafka-zk-bridge[audit]'", 2
+        ) from None
+    expected = pom_spark_version()
+    if pyspark.__version__ != expected:
+        raise AuditError(
+            f"pyspark {pyspark.__version__} is installed but the Kafka source jars are for "
+            f"Spark {expected} ({SPARK_POM}); install pyspark=={expected}"
+        )
+    local = master.startswith("local")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    cores = os.cpu_count() or 2
+    settings = {
+        "spark.jars": ",".join(kafka_source_jars()),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(max(2, 2 * cores) if local else 64),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # Spark's admin-based offset reader drops internal topics (it filters on
+        # TopicDescription.isInternal), which would make __consumer_offsets look empty; the
+        # consumer-based reader does not
+        "spark.sql.streaming.kafka.useDeprecatedOffsetFetching": "true",
+        "spark.kafka.consumer.cache.capacity": "256",
+        "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile="
+        + str(Path(__file__).with_name("log4j2.properties")),
+        **(conf or {}),
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not local:
+        spark.sparkContext.addPyFile(_code_zip())
+    return spark
+
+
+# -- sources ------------------------------------------------------------------------------------
+
+
+def kafka_options(bootstrap_servers: str, client: dict[str, Any] | None = None) -> dict[str, str]:
+    """Spark Kafka source options for reading all of ``__consumer_offsets`` as a batch.
+
+    ``client`` is kafka-python style (security_protocol, sasl_*, ssl_cafile) and is
+    translated to the Java client's settings.
+    """
+    client = client or {}
+    opts = {
+        "kafka.bootstrap.servers": bootstrap_servers,
+        "subscribe": dumpmod.OFFSETS_TOPIC,
+        "startingOffsets": "earliest",
+        "endingOffsets": "latest",
+        # an aborted transactional offset commit never took effect
+        "kafka.isolation.level": "read_committed",
+        # compaction removes records between listing offsets and reading them
+        "failOnDataLoss": "false",
+    }
+    if client.get("security_protocol", "PLAINTEXT") != "PLAINTEXT":
+        opts["kafka.security.protocol"] = client["security_protocol"]
+    if client.get("ssl_cafile"):
+        opts["kafka.ssl.truststore.type"] = "PEM"
+        opts["kafka.ssl.truststore.location"] = client["ssl_cafile"]
+    mech = client.get("sasl_mechanism")
+    if mech:
+        module = "plain.PlainLoginModule" if mech == "PLAIN" else "scram.ScramLoginModule"
+        user = json.dumps(client.get("sasl_plain_username") or "")
+        secret = json.dumps(client.get("sasl_plain_password") or "")
+        opts["kafka.sasl.mechanism"] = mech
+        opts["kafka.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.{module} required username={user} password={secret};"
+        )
+    return opts
+
+
+def kafka_source(spark, bootstrap_servers: str, client: dict[str, Any] | None = None):
+    """``__consumer_offsets`` through Spark's Kafka source, as the pipeline's five columns."""
+    from pyspark.sql import functions as F
+
+    reader = spark.read.format("kafka")
+    for k, v in kafka_options(bootstrap_servers, client).items():
+        reader = reader.option(k, v)
+    return reader.load().select(
+        "partition",
+        "offset",
+        F.unix_millis("timestamp").alias("timestamp_ms"),
+        "key",
+        "value",
+    )
+
+
+def dump_source(spark, directory: Path):
+    """A dump written by :func:`bridge.audit.dump.write_dump`, as the pipeline's columns."""
+    from pyspark.sql import functions as F
+
+    manifest = dumpmod.read_manifest(directory)
+    path = str(Path(directory) / manifest["records_file"])
+    if manifest["records_file"] == dumpmod.RECORDS_JSONL:
+        df = spark.read.schema(
+            "partition INT, offset BIGINT, timestamp BIGINT, key STRING, value STRING"
+        ).json(path)
+        df = df.select(
+            "partition",
+            "offset",
+            "timestamp",
+            F.unbase64("key").alias("key"),
+            F.unbase64("value").alias("value"),
+        )
+    else:
+        df = spark.read.parquet(path)
+    return df.select(
+        "partition", "offset", F.col("timestamp").alias("timestamp_ms"), "key", "value"
+    )
+
+
+# -- stage 1: decode and compact ----------------------------------------------------------------
+
+DECODED_SCHEMA = (
+    "key BINARY, key_kind STRING, key_version INT, group STRING, topic STRING, partition INT, "
+    "value_kind STRING, value_version INT, records BIGINT, first_ts BIGINT, last_ts BIGINT, "
+    "latest_partition INT, latest_offset BIGINT, latest_ts BIGINT, "
+    "commit_offset BIGINT, commit_timestamp BIGINT, commit_metadata STRING, "
+    "leader_epoch INT, expire_timestamp BIGINT, "
+    "protocol_type STRING, protocol STRING, generation INT, members INT, "
+    "member_topics ARRAY<STRING>, error STRING"
+)
+
+
+def decode_row(key: bytes, vhead: bytes | None, latest_value: bytes | None) -> dict[str, Any]:
+    """Decoded fields of one (raw key, value version) group and its latest value."""
+    out: dict[str, Any] = {}
+    try:
+        k = decode_key(key)
+    except RecordError as exc:
+        return {"key_kind": UNDECODABLE, "value_kind": UNDECODABLE, "error": str(exc)}
+    out["key_kind"], out["key_version"] = k.kind, k.version
+    if isinstance(k, OffsetCommitKey | GroupMetadataKey):
+        out["group"] = k.group
+    if isinstance(k, OffsetCommitKey):
+        out["topic"], out["partition"] = k.topic, k.partition
+    if vhead is None:
+        out["value_kind"] = TOMBSTONE
+        return out
+    try:
+        version = value_version(vhead)
+    except RecordError as exc:
+        out["value_kind"], out["error"] = UNDECODABLE, str(exc)
+        return out
+    out["value_version"] = version
+    out["value_kind"] = value_kind(k, version)
+    if out["value_kind"] == "unknown":
+        return out
+    try:
+        v = decode_value(k, latest_value)
+    except RecordError as exc:
+        out["error"] = str(exc)
+        return out
+    if isinstance(v, OffsetCommitValue):
+        out |= {
+            "commit_offset": v.offset,
+            "commit_timestamp": v.commit_timestamp,
+            "commit_metadata": v.metadata,
+            "leader_epoch": v.leader_epoch,
+            "expire_timestamp": v.expire_timestamp,
+        }
+    elif isinstance(v, GroupMetadataValue):
+        s = summarize_group(v)
+        out |= {
+            "protocol_type": s.protocol_type,
+            "protocol": s.protocol,
+            "generation": s.generation,
+            "members": s.members,
+            "member_topics": list(s.topics),
+        }
+        if s.bad_members:
+            out["error"] = "; ".join(s.bad_members)[:2000]
+    elif isinstance(v, UnknownValue):  # pragma: no cover - value_kind said known
+        out["value_kind"] = "unknown"
+    return out
+
+
+def _decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow body: raw-key aggregates in, decoded rows out (runs in Python workers)."""
+    import pyarrow as pa
+
+    from bridge.audit.pipeline import DECODED_ARROW, decode_row
+
+    names = DECODED_ARROW.names
+    for batch in batches:
+        latest = batch.column("latest")
+        cols = {
+            "key": batch.column("key").to_pylist(),
+            "vhead": batch.column("vhead").to_pylist(),
+            "records": batch.column("records").to_pylist(),
+            "first_ts": batch.column("first_ts").to_pylist(),
+            "last_ts": batch.column("last_ts").to_pylist(),
+            "latest_partition": latest.field("partition").to_pylist(),
+            "latest_offset": latest.field("offset").to_pylist(),
+            "latest_ts": latest.field("timestamp_ms").to_pylist(),
+        }
+        values = latest.field("value").to_pylist()
+        out: dict[str, list] = {n: [] for n in names}
+        for i, key in enumerate(cols["key"]):
+            row = decode_row(key, cols["vhead"][i], values[i])
+            for n in names:
+                if n in cols:
+                    out[n].append(cols[n][i])
+                else:
+                    out[n].append(row.get(n))
+        yield pa.RecordBatch.from_pydict(out, schema=DECODED_ARROW)
+
+
+def _decoded_arrow_schema():
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    t = {
+        "BINARY": pa.binary(),
+        "STRING": pa.string(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "ARRAY<STRING>": pa.list_(pa.string()),
+    }
+    fields = [f.strip().split(" ", 1) for f in DECODED_SCHEMA.split(", ")]
+    return pa.schema([(n, t[ty]) for n, ty in fields])
+
+
+DECODED_ARROW = _decoded_arrow_schema()
+
+
+def decode_and_aggregate(src):
+    """Stage 1a: per (raw key, value version prefix) counts and latest record, decoded."""
+    from pyspark.sql import functions as F
+
+    raw = src.groupBy("key", F.substring("value", 1, 2).alias("vhead")).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.min("timestamp_ms").alias("first_ts"),
+        F.max("timestamp_ms").alias("last_ts"),
+        # latest = highest offset; a group's records all live in one partition
+        F.max(F.struct("partition", "offset", "timestamp_ms", "value")).alias("latest"),
+    )
+    return raw.mapInArrow(_decode_batches, DECODED_SCHEMA)
+
+
+def compact_offsets(decoded):
+    """Stage 1b: the latest offset commit per (group, topic, partition); tombstone = deleted."""
+    from pyspark.sql import functions as F
+
+    oc = decoded.where(F.col("key_kind") == "offset_commit")
+    is_commit = F.col("value_kind") != TOMBSTONE
+    last = F.max(
+        F.struct(
+            "latest_partition",
+            "latest_offset",
+            "value_kind",
+            "value_version",
+            "commit_offset",
+            "commit_timestamp",
+            "commit_metadata",
+            "error",
+        )
+    ).alias("last")
+    agg = oc.groupBy("group", "topic", "partition").agg(
+        last,
+        F.sum(F.when(is_commit, F.col("records")).otherwise(0)).alias("kafka_commits"),
+        F.sum(F.when(~is_commit, F.col("records")).otherwise(0)).alias("kafka_tombstones"),
+        F.min(F.when(is_commit, F.col("first_ts"))).alias("kafka_first_commit_ts"),
+        F.max(F.when(is_commit, F.col("last_ts"))).alias("kafka_last_record_ts"),
+    )
+    ok = (F.col("last.value_kind") == "offset_commit") & F.col("last.error").isNull()
+    unknown = F.col("last.value_kind") == "unknown"
+    span_min = (F.col("kafka_last_record_ts") - F.col("kafka_first_commit_ts")) / 60000.0
+    return agg.select(
+        "group",
+        "topic",
+        "partition",
+        F.when(ok, F.col("last.commit_offset")).alias("kafka_offset"),
+        (F.col("last.value_kind") == TOMBSTONE).alias("kafka_deleted"),
+        F.when(
+            unknown,
+            F.format_string(
+                "offset commit value v%d is newer than this decoder", "last.value_version"
+            ),
+        )
+        .otherwise(F.col("last.error"))
+        .alias("kafka_error"),
+        F.when(ok, F.col("last.commit_timestamp")).alias("kafka_last_commit_ms"),
+        F.col("last.commit_metadata").alias("kafka_metadata"),
+        "kafka_commits",
+        "kafka_tombstones",
+        F.when(span_min > 0, (F.col("kafka_commits") - 1) / span_min).alias(
+            "kafka_commits_per_min"
+        ),
+    )
+
+
+def compact_groups(decoded):
+    """Stage 1c: each group's last metadata record (members, protocol); tombstone = removed."""
+    from pyspark.sql import functions as F
+
+    gm = decoded.where(F.col("key_kind") == "group_metadata")
+    last = F.max(
+        F.struct(
+            "latest_partition",
+            "latest_offset",
+            "value_kind",
+            "protocol_type",
+            "protocol",
+            "generation",
+            "members",
+            "member_topics",
+            "error",
+        )
+    ).alias("last")
+    return (
+        gm.groupBy("group")
+        .agg(last)
+        .select(
+            "group",
+            (F.col("last.value_kind") == TOMBSTONE).alias("kafka_group_removed"),
+            F.col("last.protocol_type").alias("kafka_protocol_type"),
+            F.col("last.protocol").alias("kafka_protocol"),
+            F.col("last.generation").alias("kafka_generation"),
+            F.coalesce(F.col("last.members"), F.lit(0)).alias("kafka_members"),
+            F.col("last.member_topics").alias("kafka_member_topics"),
+        )
+    )
+
+
+def record_versions(decoded):
+    """Records counted by key and value version; ``known`` is False for what is not decoded."""
+    from pyspark.sql import functions as F
+
+    known_keys = F.col("key_kind").isin("offset_commit", "group_metadata")
+    known_values = F.col("value_kind").isin("offset_commit", "group_metadata", TOMBSTONE)
+    return (
+        decoded.groupBy("key_kind", "key_version", "value_kind", "value_version")
+        .agg(F.sum("records").alias("records"))
+        .withColumn("known", known_keys & known_values)
+    )
+
+
+# -- stage 2-4: snapshot, log ends, comparison --------------------------------------------------
+
+SNAPSHOT_SCHEMA = (
+    "kind STRING, path STRING, group STRING, topic STRING, partition INT, consumer_id STRING, "
+    "broker_id INT, offset BIGINT, value STRING, error STRING, ctime BIGINT, mtime BIGINT, "
+    "mzxid BIGINT, data_version INT, data_length INT, writable BOOLEAN, note STRING"
+)
+
+
+def snapshot_source(spark, directory: Path):
+    manifest = snapmod.read_manifest(directory)
+    path = str(Path(directory) / manifest["nodes_file"])
+    if path.endswith(".jsonl"):
+        return spark.read.schema(SNAPSHOT_SCHEMA).json(path)
+    return spark.read.parquet(path)
+
+
+def zk_tables(snap):
+    """Per-partition ZooKeeper offsets and per-group ZooKeeper facts from a snapshot."""
+    from pyspark.sql import functions as F
+
+    offsets = snap.where((F.col("kind") == "offset") & F.col("partition").isNotNull()).select(
+        "group",
+        "topic",
+        "partition",
+        F.col("offset").alias("zk_offset"),
+        F.col("error").alias("zk_error"),
+        F.col("mtime").alias("zk_last_commit_ms"),
+        F.when(
+            F.col("mtime") > F.col("ctime"),
+            F.col("data_version") / ((F.col("mtime") - F.col("ctime")) / 60000.0),
+        ).alias("zk_commits_per_min"),
+    )
+    in_group = snap.where(F.col("group").isNotNull())
+    is_group = F.col("kind") == "group"
+    facts = in_group.groupBy("group").agg(
+        F.max(is_group).alias("in_zookeeper"),
+        F.max(F.when(is_group, F.col("writable"))).alias("zk_writable"),
+        F.max(F.when(is_group, F.col("note"))).alias("zk_not_writable"),
+        F.count(F.when((F.col("kind") == "consumer") & F.col("error").isNull(), 1)).alias(
+            "zk_consumers"
+        ),
+        F.collect_list(F.col("error")).alias("zk_bad_nodes"),
+    )
+    return offsets, facts
+
+
+def compare(zk_offsets, kafka_offsets, log_ends, log_ends_known: bool):
+    """The per-partition table: both stores side by side, difference, lag."""
+    from pyspark.sql import functions as F
+
+    keys = ["group", "topic", "partition"]
+    parts = zk_offsets.join(kafka_offsets, keys, "full_outer").join(
+        log_ends, ["topic", "partition"], "left"
+    )
+    if not log_ends_known:
+        parts = parts.withColumn("log_end_offset", F.lit(None).cast("bigint"))
+    zk, kafka, end = F.col("zk_offset"), F.col("kafka_offset"), F.col("log_end_offset")
+    effective = F.greatest(F.coalesce(zk, F.lit(-1)), F.coalesce(kafka, F.lit(-1)))
+    return parts.select(
+        *keys,
+        "zk_offset",
+        "kafka_offset",
+        (kafka - zk).alias("difference"),
+        "log_end_offset",
+        F.when(zk >= 0, end - zk).alias("zk_lag"),
+        F.when(kafka >= 0, end - kafka).alias("kafka_lag"),
+        F.when(effective >= 0, end - effective).alias("lag"),
+        "zk_last_commit_ms",
+        "kafka_last_commit_ms",
+        "zk_commits_per_min",
+        "kafka_commits_per_min",
+        F.coalesce(F.col("kafka_commits"), F.lit(0)).alias("kafka_commits"),
+        F.coalesce(F.col("kafka_deleted"), F.lit(False)).alias("kafka_deleted"),
+        "zk_error",
+        "kafka_error",
+        "kafka_metadata",
+    )
+
+
+VERDICT_SCHEMA = (
+    "group STRING, verdict STRING, reasons ARRAY<STRING>, notes ARRAY<STRING>, "
+    "can_migrate BOOLEAN, can_finalize BOOLEAN, can_roll_back BOOLEAN"
+)
+
+
+def _none(v: Any) -> Any:
+    """pandas' missing values (NaN, NA, NaT) as None."""
+    try:
+        import pandas as pd
+
+        return None if v is None or pd.isna(v) else v
+    except (TypeError, ValueError):  # arrays
+        return v
+
+
+def _verdict_pandas(pdf):
+    """applyInPandas body: one group's rows (partitions + facts) in, its verdict out."""
+    import pandas as pd
+
+    from bridge.audit.pipeline import facts_from_rows
+
+    v = decide(facts_from_rows(pdf.to_dict("records")))
+    return pd.DataFrame(
+        [
+            {
+                "group": v.group,
+                "verdict": v.verdict,
+                "reasons": list(v.reasons),
+                "notes": list(v.notes),
+                "can_migrate": v.can_migrate,
+                "can_finalize": v.can_finalize,
+                "can_roll_back": v.can_roll_back,
+            }
+        ]
+    )
+
+
+def facts_from_rows(rows: list[dict[str, Any]]) -> GroupFacts:
+    """GroupFacts from one group's joined rows (facts repeated on every partition row)."""
+    first = rows[0]
+    parts = []
+    for r in rows:
+        if _none(r.get("topic")) is None or _none(r.get("partition")) is None:
+            continue
+        parts.append(
+            PartitionState(
+                topic=r["topic"],
+                partition=int(r["partition"]),
+                zk_offset=_int(r.get("zk_offset")),
+                zk_error=_none(r.get("zk_error")),
+                kafka_offset=_int(r.get("kafka_offset")),
+                kafka_deleted=bool(_none(r.get("kafka_deleted")) or False),
+                kafka_error=_none(r.get("kafka_error")),
+                log_end=_int(r.get("log_end_offset")),
+            )
+        )
+    bad = first.get("zk_bad_nodes")
+    bad_nodes = tuple(b for b in (list(bad) if bad is not None else []) if b)
+    writable = _none(first.get("zk_writable"))
+    return GroupFacts(
+        group=first["group"],
+        partitions=tuple(parts),
+        zk_bad_nodes=bad_nodes,
+        zk_writable=None if writable is None else bool(writable),
+        zk_not_writable=_none(first.get("zk_not_writable")),
+        zk_consumers=_int(first.get("zk_consumers")) or 0,
+        kafka_members=_int(first.get("kafka_members")) or 0,
+        log_ends_known=bool(first.get("log_ends_known", True)),
+    )
+
+
+def _int(v: Any) -> int | None:
+    v = _none(v)
+    return None if v is None else int(v)
+
+
+# -- the job -------------------------------------------------------------------------------------
+
+
+@dataclass
+class AuditConfig:
+    snapshot: Path
+    out: Path
+    bootstrap_servers: str | None = None
+    dump: Path | None = None
+    #: full-match regex of group ids to audit (all when None)
+    groups: str | None = None
+    client_options: dict[str, Any] = field(default_factory=dict)
+    #: time buckets of the activity plot
+    buckets: int = 48
+    #: groups shown in the HTML report (most urgent first); all are in the Parquet tables
+    report_groups: int = 2000
+
+
+@dataclass
+class AuditResult:
+    out: Path
+    summary: dict[str, Any]
+    groups: list[dict[str, Any]]
+    partitions: list[dict[str, Any]]
+    versions: list[dict[str, Any]]
+    activity: list[dict[str, Any]]
+
+
+class _Stages:
+    """Numbered progress lines with the time each stage took."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.n, self.t0 = total, 0, time.monotonic()
+        self.timings: dict[str, float] = {}
+        self._name, self._start = "", self.t0
+
+    def start(self, name: str, detail: str = "") -> None:
+        self.n += 1
+        self._name, self._start = name, time.monotonic()
+        log.info("[%d/%d] %s%s", self.n, self.total, name, f": {detail}" if detail else "")
+
+    def done(self, detail: str) -> None:
+        took = time.monotonic() - self._start
+        self.timings[self._name] = round(took, 3)
+        log.info("[%d/%d] %s done in %.1fs: %s", self.n, self.total, self._name, took, detail)
+
+
+def check_inputs(cfg: AuditConfig) -> dict[str, Any]:
+    """Fail fast, before Spark starts, on bad paths or an unreachable or empty cluster."""
+    info: dict[str, Any] = {"snapshot": snapmod.read_manifest(cfg.snapshot)}
+    if cfg.groups is not None:
+        try:
+            re.compile(cfg.groups)
+        except re.error as exc:
+            raise AuditError(f"--groups {cfg.groups!r} is not a valid regex: {exc}") from None
+    if cfg.dump is not None:
+        try:
+            info["dump"] = dumpmod.read_manifest(cfg.dump)
+        except dumpmod.DumpError as exc:
+            raise AuditError(str(exc)) from None
+        if info["dump"].get("records") == 0:
+            raise AuditError(f"dump {cfg.dump} holds no records of __consumer_offsets", 4)
+        return info
+    if not cfg.bootstrap_servers:
+        raise AuditError("give --bootstrap-server (read the cluster) or --dump (a dump)")
+    info["kafka"] = _check_kafka(cfg.bootstrap_servers, cfg.client_options)
+    return info
+
+
+def _check_kafka(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.admin import OffsetSpec
+    from kafka.errors import KafkaError
+
+    opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
+    opts.setdefault("request_timeout_ms", 10000)
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap.split(","), bootstrap_timeout_ms=10000, **opts
+        )
+    except KafkaError as exc:
+        raise AuditError(
+            f"Kafka at {bootstrap} is not reachable ({type(exc).__name__}); "
+            "check --bootstrap-server",
+            3,
+        ) from None
+    try:
+        desc = admin.describe_topics([dumpmod.OFFSETS_TOPIC])[0]
+        if desc["error_code"] != 0 or not desc["partitions"]:
+            raise AuditError(
+                f"{dumpmod.OFFSETS_TOPIC} does not exist on {bootstrap}: no group has "
+                "committed offsets to this cluster",
+                4,
+            )
+        tps = [
+            TopicPartition(dumpmod.OFFSETS_TOPIC, p["partition_index"]) for p in desc["partitions"]
+        ]
+        first = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
+        last = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
+        held = sum(last[tp].offset - first[tp].offset for tp in tps)
+        if held == 0:
+            raise AuditError(f"{dumpmod.OFFSETS_TOPIC} on {bootstrap} holds no records", 4)
+        return {"partitions": len(tps), "offsets_span": held}
+    except KafkaError as exc:
+        raise AuditError(f"reading {dumpmod.OFFSETS_TOPIC} metadata failed: {exc}", 3) from None
+    finally:
+        admin.close()
+
+
+def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditResult:
+    """The whole audit on an existing Spark session; writes ``cfg.out`` and returns results.
+
+    ``info`` is what :func:`check_inputs` returned, when the caller checked before starting
+    Spark; otherwise the inputs are checked here.
+    """
+    from pyspark.sql import functions as F
+
+    from bridge.audit import report
+
+    info = info if info is not None else check_inputs(cfg)
+    stages = _Stages(6)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    group_filter = None
+    if cfg.groups is not None:
+        group_filter = F.col("group").rlike(f"^(?:{cfg.groups})$")
+
+    # 1 --------------------------------------------------------------------------------------
+    where = f"dump {cfg.dump}" if cfg.dump else f"Kafka at {cfg.bootstrap_servers}"
+    stages.start("decode and compact __consumer_offsets", f"reading {where}")
+    if cfg.dump is not None:
+        src = dump_source(spark, cfg.dump)
+    else:
+        src = kafka_source(spark, cfg.bootstrap_servers, cfg.client_options)
+    decoded = decode_and_aggregate(src).cache()
+    totals = decoded.agg(F.sum("records").alias("records"), F.count(F.lit(1)).alias("keys")).first()
+    records, keys = int(totals["records"] or 0), int(totals["keys"] or 0)
+    if records == 0:
+        raise AuditError(f"{dumpmod.OFFSETS_TOPIC} ({where}) holds no records", 4)
+    versions = [r.asDict() for r in record_versions(decoded).collect()]
+    unknown = sum(v["records"] for v in versions if not v["known"])
+    kafka_offsets = compact_offsets(decoded)
+    kafka_groups = compact_groups(decoded)
+    if group_filter is not None:
+        kafka_offsets = kafka_offsets.where(group_filter)
+        kafka_groups = kafka_groups.where(group_filter)
+    kafka_offsets = kafka_offsets.cache()
+    stages.done(
+        f"{records} records, {keys} distinct key/version pairs decoded, "
+        f"{unknown} records of versions this decoder does not read"
+    )
+
+    # 2 --------------------------------------------------------------------------------------
+    stages.start("read the ZooKeeper snapshot", str(cfg.snapshot))
+    snap = snapshot_source(spark, cfg.snapshot)
+    zk_offsets, zk_facts = zk_tables(snap)
+    if group_filter is not None:
+        zk_offsets, zk_facts = zk_offsets.where(group_filter), zk_facts.where(group_filter)
+    zk_offsets, zk_facts = zk_offsets.cache(), zk_facts.cache()
+    stages.done(f"{zk_facts.count()} groups, {zk_offsets.count()} offset nodes")
+
+    # 3 --------------------------------------------------------------------------------------
+    stages.start("log-end offsets")
+    topics = sorted(
+        r.topic
+        for r in zk_offsets.select("topic")
+        .union(kafka_offsets.select("topic"))
+        .distinct()
+        .collect()
+    )
+    if cfg.dump is not None:
+        ends = dumpmod.read_log_end_offsets(cfg.dump)
+        ends_known = (Path(cfg.dump) / dumpmod.LOG_END_OFFSETS).exists()
+    else:
+        ends = _log_end_offsets(cfg.bootstrap_servers, cfg.client_options, topics)
+        ends_known = True
+    wanted = set(topics)
+    rows = [(t, p, o) for (t, p), o in ends.items() if t in wanted]
+    log_ends = spark.createDataFrame(rows, "topic STRING, partition INT, log_end_offset BIGINT")
+    stages.done(f"{len(rows)} partitions of {len(topics)} topics")
+
+    # 4 --------------------------------------------------------------------------------------
+    stages.start("compare stores and decide verdicts")
+    all_parts = compare(zk_offsets, kafka_offsets, log_ends, ends_known)
+    # a group is audited when ZooKeeper has it or Kafka has live offsets or a live group
+    live_kafka = (
+        all_parts.where(F.col("kafka_offset").isNotNull() | F.col("kafka_error").isNotNull())
+        .select("group")
+        .union(kafka_groups.where(~F.col("kafka_group_removed")).select("group"))
+    )
+    audited = zk_facts.select("group").union(live_kafka).distinct()
+    facts = (
+        audited.join(zk_facts, "group", "left")
+        .join(kafka_groups, "group", "left")
+        .withColumn("log_ends_known", F.lit(ends_known))
+    )
+    parts = all_parts.join(audited, "group", "left_semi").cache()
+    joined = facts.join(parts, "group", "left")
+    verdicts = joined.groupBy("group").applyInPandas(_verdict_pandas, VERDICT_SCHEMA)
+    is_equal = F.col("zk_offset") == F.col("kafka_offset")
+    numbers = parts.groupBy("group").agg(
+        F.count(F.lit(1)).alias("partitions"),
+        F.count("zk_offset").alias("zk_partitions"),
+        F.count("kafka_offset").alias("kafka_partitions"),
+        F.count(F.when(is_equal, 1)).alias("equal_partitions"),
+        F.count(F.when(~is_equal, 1)).alias("diverged_partitions"),
+        F.max(F.abs("difference")).alias("max_abs_difference"),
+        F.sum("difference").alias("total_difference"),
+        F.sum("zk_lag").alias("zk_lag"),
+        F.sum("kafka_lag").alias("kafka_lag"),
+        F.sum("lag").alias("lag"),
+        F.max("zk_last_commit_ms").alias("zk_last_commit_ms"),
+        F.max("kafka_last_commit_ms").alias("kafka_last_commit_ms"),
+        F.sum("kafka_commits").alias("kafka_commits"),
+        F.sum("kafka_commits_per_min").alias("kafka_commits_per_min"),
+    )
+    groups_df = (
+        verdicts.join(facts, "group")
+        .join(numbers, "group", "left")
+        .select(
+            "group",
+            "verdict",
+            "reasons",
+            "notes",
+            "can_migrate",
+            "can_finalize",
+            "can_roll_back",
+            F.coalesce("partitions", F.lit(0)).alias("partitions"),
+            F.coalesce("zk_partitions", F.lit(0)).alias("zk_partitions"),
+            F.coalesce("kafka_partitions", F.lit(0)).alias("kafka_partitions"),
+            F.coalesce("equal_partitions", F.lit(0)).alias("equal_partitions"),
+            F.coalesce("diverged_partitions", F.lit(0)).alias("diverged_partitions"),
+            "max_abs_difference",
+            "total_difference",
+            "zk_lag",
+            "kafka_lag",
+            "lag",
+            "zk_last_commit_ms",
+            "kafka_last_commit_ms",
+            F.coalesce("kafka_commits", F.lit(0)).alias("kafka_commits"),
+            "kafka_commits_per_min",
+            F.coalesce("in_zookeeper", F.lit(False)).alias("in_zookeeper"),
+            "zk_writable",
+            F.coalesce("zk_consumers", F.lit(0)).alias("zk_consumers"),
+            F.size(F.coalesce("zk_bad_nodes", F.array())).alias("zk_bad_nodes"),
+            "kafka_protocol_type",
+            "kafka_protocol",
+            "kafka_generation",
+            F.coalesce("kafka_members", F.lit(0)).alias("kafka_members"),
+            F.coalesce("kafka_group_removed", F.lit(False)).alias("kafka_group_removed"),
+        )
+        .orderBy("group")
+    )
+    _write(groups_df, out / "groups")
+    _write(parts.orderBy("group", "topic", "partition"), out / "partitions")
+    groups = [r.asDict(recursive=True) for r in spark.read.parquet(str(out / "groups")).collect()]
+    by_verdict: dict[str, int] = {}
+    for g in groups:
+        by_verdict[g["verdict"]] = by_verdict.get(g["verdict"], 0) + 1
+    stages.done(f"{len(groups)} groups: " + ", ".join(f"{n} {v}" for v, n in by_verdict.items()))
+
+    # 5 --------------------------------------------------------------------------------------
+    stages.start("commit activity over time")
+    commit_keys = decoded.where(
+        (F.col("key_kind") == "offset_commit") & (F.col("value_kind") != TOMBSTONE)
+    )
+    if group_filter is not None:
+        commit_keys = commit_keys.where(group_filter)
+    span = commit_keys.agg(F.min("first_ts").alias("t0"), F.max("last_ts").alias("t1")).first()
+    activity: list[dict[str, Any]] = []
+    bucket_ms = 0
+    t0 = span["t0"]
+    if t0 is not None:
+        bucket_ms = max(1000, math.ceil((span["t1"] - t0 + 1) / cfg.buckets))
+        keymap = commit_keys.select("key", "group").distinct()
+        act = (
+            src.where(F.col("value").isNotNull())
+            .join(keymap, "key")
+            .groupBy(
+                "group",
+                (F.floor((F.col("timestamp_ms") - t0) / bucket_ms) * bucket_ms + t0).alias(
+                    "bucket_start_ms"
+                ),
+            )
+            .agg(F.count(F.lit(1)).alias("commits"))
+            .orderBy("group", "bucket_start_ms")
+        )
+        _write(act, out / "activity")
+        activity = [r.asDict() for r in spark.read.parquet(str(out / "activity")).collect()]
+    stages.done(f"{len(activity)} (group, time bucket) cells, bucket {bucket_ms / 1000:.0f}s")
+
+    # 6 --------------------------------------------------------------------------------------
+    stages.start("write tables and report", str(out))
+    _write(spark.createDataFrame(versions, _VERSIONS_SCHEMA), out / "record_versions")
+    partitions = [r.asDict() for r in spark.read.parquet(str(out / "partitions")).collect()]
+    summary = {
+        "source": where,
+        "snapshot": str(cfg.snapshot),
+        "group_filter": cfg.groups,
+        "records": records,
+        "distinct_key_versions": keys,
+        "unknown_version_records": unknown,
+        "record_versions": versions,
+        "groups": len(groups),
+        "verdicts": by_verdict,
+        "partitions": len(partitions),
+        "log_end_offsets_known": ends_known,
+        "activity_bucket_ms": bucket_ms,
+        "inputs": info,
+        "generated_ms": int(time.time() * 1000),
+    }
+    html = report.render(summary, groups, partitions, versions, activity, cfg.report_groups)
+    (out / "report.html").write_text(html, encoding="utf-8")
+    summary["timings_s"] = stages.timings
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    stages.done(f"report {out / 'report.html'} ({len(html) // 1024} KiB)")
+    for df in (decoded, kafka_offsets, zk_offsets, zk_facts, parts):
+        df.unpersist()
+    return AuditResult(out, summary, groups, partitions, versions, activity)
+
+
+_VERSIONS_SCHEMA = (
+    "key_kind STRING, key_version INT, value_kind STRING, value_version INT, records BIGINT, "
+    "known BOOLEAN"
+)
+
+
+def _write(df, path: Path) -> None:
+    df.coalesce(1).write.mode("overwrite").parquet(str(path))
+
+
+def _log_end_offsets(bootstrap: str, client: dict[str, Any], topics: list[str]):
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), **opts)
+    except KafkaError as exc:
+        raise AuditError(f"Kafka at {bootstrap} is not reachable ({exc})", 3) from None
+    try:
+        return dumpmod.log_end_offsets(admin, topics)
+    except KafkaError as exc:
+        raise AuditError(f"listing log-end offsets failed: {exc}", 3) from None
+    finally:
+        admin.close()
