@@ -134,7 +134,9 @@ class Bridge:
             coexistence = None
             if s.coexistence.enabled:
                 coexistence = Coexistence(
-                    self.zk, self.admin, s.kafka.client_options(),
+                    self.zk,
+                    self.admin,
+                    s.kafka.client_options(),
                     transactional_id=f"kafka-zk-bridge:{self.root}",
                     max_hold_s=s.coexistence.max_hold_s,
                     session_timeout_ms=s.coexistence.proxy_session_timeout_ms,

@@ -136,6 +136,8 @@ def spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # local mode runs its tasks in the driver: 1g (Spark's default) is tight for joins
+        conf = {"spark.driver.memory": "2g", **(conf or {})}
     cores = os.cpu_count() or 2
     settings = {
         "spark.jars": ",".join(kafka_source_jars()),
@@ -166,22 +168,34 @@ def spark_session(
 # -- sources ------------------------------------------------------------------------------------
 
 
-def kafka_options(bootstrap_servers: str, client: dict[str, Any] | None = None) -> dict[str, str]:
-    """Spark Kafka source options for reading all of ``__consumer_offsets`` as a batch.
+def kafka_options(
+    bootstrap_servers: str,
+    ranges: dict[str, Any],
+    client: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Spark Kafka source options for reading ``__consumer_offsets`` as a batch.
 
+    ``ranges`` is what :func:`check_inputs` found: ``partitions`` and per partition the
+    ``start`` and ``end`` offsets, so every pass over the topic reads the same records.
     ``client`` is kafka-python style (security_protocol, sasl_*, ssl_cafile) and is
     translated to the Java client's settings.
     """
     client = client or {}
+    topic = dumpmod.OFFSETS_TOPIC
     opts = {
         "kafka.bootstrap.servers": bootstrap_servers,
-        "subscribe": dumpmod.OFFSETS_TOPIC,
-        "startingOffsets": "earliest",
-        "endingOffsets": "latest",
+        # assign, not subscribe: a subscribing driver consumer joins a group of its own,
+        # which would add a spark-kafka-relation-* group to the very topic being audited
+        "assign": json.dumps({topic: sorted(ranges["partitions"])}),
+        "startingOffsets": json.dumps({topic: ranges["start"]}),
+        "endingOffsets": json.dumps({topic: ranges["end"]}),
         # an aborted transactional offset commit never took effect
         "kafka.isolation.level": "read_committed",
         # compaction removes records between listing offsets and reading them
         "failOnDataLoss": "false",
+        # each task's last fetch asks past its range; the broker would hold it for the
+        # default 500 ms waiting for data that is not coming, per partition
+        "kafka.fetch.max.wait.ms": "20",
     }
     if client.get("security_protocol", "PLAINTEXT") != "PLAINTEXT":
         opts["kafka.security.protocol"] = client["security_protocol"]
@@ -200,12 +214,14 @@ def kafka_options(bootstrap_servers: str, client: dict[str, Any] | None = None) 
     return opts
 
 
-def kafka_source(spark, bootstrap_servers: str, client: dict[str, Any] | None = None):
+def kafka_source(
+    spark, bootstrap_servers: str, ranges: dict[str, Any], client: dict[str, Any] | None = None
+):
     """``__consumer_offsets`` through Spark's Kafka source, as the pipeline's five columns."""
     from pyspark.sql import functions as F
 
     reader = spark.read.format("kafka")
-    for k, v in kafka_options(bootstrap_servers, client).items():
+    for k, v in kafka_options(bootstrap_servers, ranges, client).items():
         reader = reader.option(k, v)
     return reader.load().select(
         "partition",
@@ -313,22 +329,20 @@ def _decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     from bridge.audit.pipeline import DECODED_ARROW, decode_row
 
     names = DECODED_ARROW.names
+    passed = ("key", "records", "first_ts", "last_ts", "latest_partition", "latest_offset")
     for batch in batches:
-        latest = batch.column("latest")
-        cols = {
-            "key": batch.column("key").to_pylist(),
-            "vhead": batch.column("vhead").to_pylist(),
-            "records": batch.column("records").to_pylist(),
-            "first_ts": batch.column("first_ts").to_pylist(),
-            "last_ts": batch.column("last_ts").to_pylist(),
-            "latest_partition": latest.field("partition").to_pylist(),
-            "latest_offset": latest.field("offset").to_pylist(),
-            "latest_ts": latest.field("timestamp_ms").to_pylist(),
-        }
-        values = latest.field("value").to_pylist()
+        cols = {n: batch.column(n).to_pylist() for n in (*passed, "latest_ts")}
+        vheads = batch.column("vhead").to_pylist()
+        values = batch.column("latest_value").to_pylist()
+        found = batch.column("latest_partition").is_valid().to_pylist()
         out: dict[str, list] = {n: [] for n in names}
         for i, key in enumerate(cols["key"]):
-            row = decode_row(key, cols["vhead"][i], values[i])
+            if found[i]:
+                row = decode_row(key, vheads[i], values[i])
+            else:
+                row = decode_row(key, None, None)
+                row["value_kind"] = UNDECODABLE
+                row["error"] = "the latest record was compacted away while the audit read it"
             for n in names:
                 if n in cols:
                     out[n].append(cols[n][i])
@@ -356,18 +370,61 @@ def _decoded_arrow_schema():
 DECODED_ARROW = _decoded_arrow_schema()
 
 
-def decode_and_aggregate(src):
-    """Stage 1a: per (raw key, value version prefix) counts and latest record, decoded."""
+#: a record's position, ``partition * 2**40 + offset``: unique, and ordered like the log
+#: within a partition (a group's records all live in one partition)
+ORDER_SHIFT = 1 << 40
+#: below this many distinct key/version pairs, the latest records are found with a broadcast
+#: join (no shuffle of the records); above it, with a shuffle join
+BROADCAST_KEYS = 2_000_000
+
+
+def aggregate_raw(src):
+    """Stage 1a: per (raw key bytes, value version prefix): count, time span, latest position.
+
+    Only fixed-width aggregates, so Spark's hash aggregation handles billions of records
+    without sorting; nothing is decoded yet.
+    """
     from pyspark.sql import functions as F
 
-    raw = src.groupBy("key", F.substring("value", 1, 2).alias("vhead")).agg(
-        F.count(F.lit(1)).alias("records"),
-        F.min("timestamp_ms").alias("first_ts"),
-        F.max("timestamp_ms").alias("last_ts"),
-        # latest = highest offset; a group's records all live in one partition
-        F.max(F.struct("partition", "offset", "timestamp_ms", "value")).alias("latest"),
+    order = F.col("partition").cast("long") * F.lit(ORDER_SHIFT) + F.col("offset")
+    return (
+        src.withColumn("order", order)
+        .groupBy("key", F.substring("value", 1, 2).alias("vhead"))
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.min("timestamp_ms").alias("first_ts"),
+            F.max("timestamp_ms").alias("last_ts"),
+            F.max("order").alias("latest_order"),
+        )
     )
-    return raw.mapInArrow(_decode_batches, DECODED_SCHEMA)
+
+
+def decode_and_aggregate(src, raw=None):
+    """Stage 1b: fetch each group's latest record by position and decode it (mapInArrow).
+
+    ``raw`` is :func:`aggregate_raw` of ``src``, when the caller has it materialized (its
+    size picks the join: broadcast when small).
+    """
+    from pyspark.sql import functions as F
+
+    if raw is None:
+        raw = aggregate_raw(src).cache()
+    latest = src.select(
+        (F.col("partition").cast("long") * F.lit(ORDER_SHIFT) + F.col("offset")).alias(
+            "latest_order"
+        ),
+        F.col("partition").alias("latest_partition"),
+        F.col("offset").alias("latest_offset"),
+        F.col("timestamp_ms").alias("latest_ts"),
+        F.col("value").alias("latest_value"),
+    )
+    orders = raw.select("latest_order")
+    small = raw.count() < BROADCAST_KEYS
+    found = latest.join(F.broadcast(orders) if small else orders.hint("merge"), "latest_order")
+    # a record compacted away between the two reads of a live topic leaves its row without
+    # a latest value; decode_row reports it
+    rows = raw.join(found, "latest_order", "left")
+    return rows.mapInArrow(_decode_batches, DECODED_SCHEMA)
 
 
 def compact_offsets(decoded):
@@ -723,11 +780,20 @@ def _check_kafka(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
             TopicPartition(dumpmod.OFFSETS_TOPIC, p["partition_index"]) for p in desc["partitions"]
         ]
         first = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
-        last = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
+        # the last stable offset: records of open transactions are not read (read_committed)
+        last = admin.list_partition_offsets(
+            {tp: OffsetSpec.LATEST for tp in tps}, isolation_level="read_committed"
+        )
         held = sum(last[tp].offset - first[tp].offset for tp in tps)
         if held == 0:
             raise AuditError(f"{dumpmod.OFFSETS_TOPIC} on {bootstrap} holds no records", 4)
-        return {"partitions": len(tps), "offsets_span": held}
+        # every pass of the job reads exactly these ranges, whatever is appended meanwhile
+        return {
+            "partitions": sorted(tp.partition for tp in tps),
+            "start": {str(tp.partition): first[tp].offset for tp in tps},
+            "end": {str(tp.partition): last[tp].offset for tp in tps},
+            "offsets_span": held,
+        }
     except KafkaError as exc:
         raise AuditError(f"reading {dumpmod.OFFSETS_TOPIC} metadata failed: {exc}", 3) from None
     finally:
@@ -758,8 +824,9 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     if cfg.dump is not None:
         src = dump_source(spark, cfg.dump)
     else:
-        src = kafka_source(spark, cfg.bootstrap_servers, cfg.client_options)
-    decoded = decode_and_aggregate(src).cache()
+        src = kafka_source(spark, cfg.bootstrap_servers, info["kafka"], cfg.client_options)
+    raw = aggregate_raw(src).cache()
+    decoded = decode_and_aggregate(src, raw).cache()
     totals = decoded.agg(F.sum("records").alias("records"), F.count(F.lit(1)).alias("keys")).first()
     records, keys = int(totals["records"] or 0), int(totals["keys"] or 0)
     if records == 0:
@@ -809,12 +876,11 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     # 4 --------------------------------------------------------------------------------------
     stages.start("compare stores and decide verdicts")
     all_parts = compare(zk_offsets, kafka_offsets, log_ends, ends_known)
-    # a group is audited when ZooKeeper has it or Kafka has live offsets or a live group
-    live_kafka = (
-        all_parts.where(F.col("kafka_offset").isNotNull() | F.col("kafka_error").isNotNull())
-        .select("group")
-        .union(kafka_groups.where(~F.col("kafka_group_removed")).select("group"))
-    )
+    # a group is audited when ZooKeeper has it or Kafka holds offsets for it; a Kafka group
+    # that never committed (or whose offsets are all deleted) has nothing to migrate
+    live_kafka = all_parts.where(
+        F.col("kafka_offset").isNotNull() | F.col("kafka_error").isNotNull()
+    ).select("group")
     audited = zk_facts.select("group").union(live_kafka).distinct()
     facts = (
         audited.join(zk_facts, "group", "left")
@@ -941,7 +1007,7 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     summary["timings_s"] = stages.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     stages.done(f"report {out / 'report.html'} ({len(html) // 1024} KiB)")
-    for df in (decoded, kafka_offsets, zk_offsets, zk_facts, parts):
+    for df in (raw, decoded, kafka_offsets, zk_offsets, zk_facts, parts):
         df.unpersist()
     return AuditResult(out, summary, groups, partitions, versions, activity)
 

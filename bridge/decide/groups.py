@@ -119,6 +119,11 @@ def decide_group(
         )
     elif group.state not in STABLE_STATES:
         decision.waiting = True
+    if legacy_ids and not group.error:
+        # stand aside without breaking the old consumers: our member and owner nodes would
+        # block their claims, so they go; mirrored offsets stay
+        decision.desired = keep_offsets(g, current, owned)
+        return decision
     if decision.skipped or decision.waiting:
         decision.desired = frozen(g, current, owned)
         return decision
@@ -166,16 +171,22 @@ def decide_group(
     return decision
 
 
+def keep_offsets(
+    group: str, current: Mapping[str, Node], owned: AbstractSet[str]
+) -> dict[str, Desired]:
+    """The group's bridge-owned offset nodes (and the group node), kept as they are."""
+    offsets_root = zkpaths.offsets_path(group)
+    return {
+        p: want
+        for p, want in frozen(group, current, owned).items()
+        if p.startswith(offsets_root) or p == zkpaths.consumer_group_path(group)
+    }
+
+
 def decide_deleted_group(
     group: str, current: Mapping[str, Node], owned: AbstractSet[str], policy: OnGroupDeleted
 ) -> dict[str, Desired]:
     """Desired nodes of a group Kafka no longer has (members and owners always go)."""
     if policy is OnGroupDeleted.DELETE:
         return {}
-    offsets_root = zkpaths.offsets_path(group)
-    keep = frozen(group, current, owned)
-    return {
-        p: want
-        for p, want in keep.items()
-        if p.startswith(offsets_root) or p in (zkpaths.consumer_group_path(group),)
-    }
+    return keep_offsets(group, current, owned)

@@ -19,6 +19,8 @@ class Node:
     data: bytes
     version: int = 0
     ephemeral_owner: int = 0
+    #: number of children as last read (nodes of others may hang below ours)
+    children: int = 0
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,14 @@ def plan_writes(
         elif have.data != want.data:
             creates.append(SetData(path, want.data, have.version))
 
-    stale = [p for p in owned if p not in desired and p in current]
-    deletes = [Delete(p, current[p].version) for p in stale]
+    stale = sorted((p for p in owned if p not in desired and p in current), key=depth)
+    deleted_children: dict[str, int] = {}
+    deletes: list[Delete] = []
+    for p in reversed(stale):  # deepest first
+        if current[p].children > deleted_children.get(p, 0):
+            continue  # someone else's nodes live below it: it stays (ZooKeeper would refuse)
+        deletes.append(Delete(p, current[p].version))
+        deleted_children[parent(p)] = deleted_children.get(parent(p), 0) + 1
     deletes.extend(replaced)
     deletes.sort(key=lambda op: (-depth(op.path), op.path))
     plan.ops = [*deletes, *creates]
@@ -150,7 +158,18 @@ def apply_to(current: dict[str, Node], op: ZkOp, version: int, session_id: int) 
     match op:
         case Create(path, data, ephemeral):
             current[path] = Node(data, 0, session_id if ephemeral else 0)
+            if parent(path) in current:
+                up = current[parent(path)]
+                current[parent(path)] = Node(
+                    up.data, up.version, up.ephemeral_owner, up.children + 1
+                )
         case SetData(path, data, _):
-            current[path] = Node(data, version, current[path].ephemeral_owner)
+            old = current[path]
+            current[path] = Node(data, version, old.ephemeral_owner, old.children)
         case Delete(path, _):
             current.pop(path, None)
+            if parent(path) in current:
+                up = current[parent(path)]
+                current[parent(path)] = Node(
+                    up.data, up.version, up.ephemeral_owner, max(0, up.children - 1)
+                )

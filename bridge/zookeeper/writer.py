@@ -211,7 +211,7 @@ def read_nodes(client: KazooClient, paths: Iterable[str]) -> dict[str, Node]:
             data, stat = result.get()
         except NoNodeError:
             continue
-        out[path] = Node(data or b"", stat.version, stat.ephemeralOwner)
+        out[path] = Node(data or b"", stat.version, stat.ephemeralOwner, stat.numChildren)
     return out
 
 

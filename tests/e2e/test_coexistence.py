@@ -247,3 +247,36 @@ def test_old_and_new_consumers_share_a_group_without_double_ownership(
     window = len(script) * RATE * (COMMIT_MS / 1000 + 1.0)
     assert duplicates <= window, f"{duplicates} duplicates exceed the window of {window:.0f}"
     assert "Traceback" not in bridge.text()
+
+
+def test_the_i1_check_sees_double_ownership_without_coexistence(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    """Negative control: with coexistence off, old and new members balance separately and
+    the same log analysis must find partitions fetched by both at once."""
+    topic = topic_name("ctl")
+    group = f"{topic}-g"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 30, what="topic mirrored")
+    producer = Producer(stack.bootstrap_servers, topic)
+    consumers: dict[str, ConsumerProcess] = {
+        "oldA": LegacyConsumerProcess(
+            stack.zk_connect + chroot, group, [topic], extra=OLD_SETTINGS, log=tmp_path / "oldA.log"
+        ),
+        "newN1": NewConsumerProcess(
+            stack.bootstrap_servers, group, [topic], client_id="newN1", log=tmp_path / "newN1.log"
+        ),
+    }
+    try:
+        try:
+            wait_for(lambda: all(len(c.messages) > 50 for c in consumers.values()), 60, 0.5)
+        except AssertionError:
+            state = {n: (len(c.messages), c.lines[-3:]) for n, c in consumers.items()}
+            raise AssertionError(f"both consumers should consume: {state}") from None
+        time.sleep(2)
+    finally:
+        producer.stop()
+        for c in consumers.values():
+            c.stop()
+    assert overlaps(ownership_segments(consumers)), "the I1 check must be able to fail"

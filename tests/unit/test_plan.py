@@ -112,7 +112,8 @@ datas = st.sampled_from([b"", b"1", b"2"])
 @st.composite
 def scenarios(draw):
     cur_paths = draw(trees)
-    current = {p: Node(draw(datas), draw(st.integers(0, 3)), 0) for p in cur_paths}
+    kids = {p: sum(parent(c) == p for c in cur_paths) for p in cur_paths}
+    current = {p: Node(draw(datas), draw(st.integers(0, 3)), 0, kids[p]) for p in cur_paths}
     owned = {p for p in cur_paths if draw(st.booleans())}
     desired = {p: Desired(draw(datas)) for p in draw(trees)}
     return desired, current, owned
@@ -143,12 +144,7 @@ def test_plan_is_valid_respects_ownership_and_converges(scenario):
     plan = plan_writes(desired, current, owned, ME)
     touched = {op.path for op in plan.ops if not isinstance(op, Create)}
     assert touched <= owned, "only owned nodes are ever set or deleted (I4)"
-    # Deleting an owned node with a foreign child is refused by ZooKeeper; the planner
-    # cannot know it, so only check executability where no owned stale node has
-    # foreign children.
-    stale = [p for p in owned if p not in desired]
-    if any(parent(c) == s and c not in owned for s in stale for c in current):
-        return
+    # executable as ZooKeeper would run it: no orphan creates, no non-empty deletes
     after = run_ops(current, plan.ops)
     conflicted = {c.path for c in plan.conflicts}
     for path, want in desired.items():
@@ -162,6 +158,12 @@ def test_plan_is_valid_respects_ownership_and_converges(scenario):
     }
     again = plan_writes(desired, after, new_owned, ME)
     assert not again.ops
+
+
+def test_owned_node_with_foreign_children_is_kept():
+    current = {"/g/ids": Node(b"", 0, 0, children=1), "/g/ids/old-consumer": Node(b"x")}
+    plan = plan_writes({}, current, {"/g/ids"}, ME)
+    assert plan.ops == []
 
 
 def test_depth_and_parent():
