@@ -104,7 +104,10 @@ class GroupsSettings(_Section):
     exclude: list[str] = Field(default_factory=list)
     #: what happens to mirrored offsets when a group is deleted in Kafka
     on_group_deleted: Literal["keep-offsets", "delete"] = "keep-offsets"
-    poll_interval_s: float = Field(0.25, gt=0, le=60)
+    #: how often committed offsets are fetched and mirrored (one OffsetFetch per coordinator)
+    poll_interval_s: float = Field(0.1, gt=0, le=60)
+    #: how often groups, members and assignments are re-described in full
+    full_interval_s: float = Field(1.0, gt=0, le=600)
 
     @field_validator("include", "exclude")
     @classmethod

@@ -151,6 +151,7 @@ class Bridge:
                         group_filter,
                         OnGroupDeleted(s.groups.on_group_deleted),
                         coexistence,
+                        full_interval_s=s.groups.full_interval_s,
                     ),
                     s.groups.poll_interval_s,
                 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, replace
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
@@ -26,11 +27,26 @@ from bridge.decide.groups import (
 )
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
-from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups
+from bridge.kafka.groups import (
+    GroupFilter,
+    GroupView,
+    list_group_ids,
+    read_groups,
+    read_offsets,
+)
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KafkaPicture:
+    kinds: dict[str, str]  # group -> protocol type
+    wanted: list[str]  # groups passing the filter
+    views: dict[str, GroupView]
+    partitions: dict[str, int]  # topic -> partition count
+    read_at: float
 
 
 class GroupMirrorFlow:
@@ -44,6 +60,7 @@ class GroupMirrorFlow:
         group_filter: GroupFilter,
         on_deleted: OnGroupDeleted = OnGroupDeleted.KEEP_OFFSETS,
         coexistence: Coexistence | None = None,
+        full_interval_s: float = 1.0,
     ) -> None:
         self.zk = zk
         self.admin = admin
@@ -54,6 +71,8 @@ class GroupMirrorFlow:
         if coexistence is not None:
             coexistence.report = self._report_once
         self.known: dict[str, Node] = {}
+        self.full_interval_s = full_interval_s
+        self._picture: KafkaPicture | None = None
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
@@ -89,16 +108,42 @@ class GroupMirrorFlow:
             if t.get("error_code", 0) == 0 and t["partitions"]
         }
 
+    def _kafka_picture(self) -> KafkaPicture:
+        """Groups, members and topics: read in full every ``full_interval_s``; in between
+        only the committed offsets change (the fast path that keeps offset lag low)."""
+        pic = self._picture
+        if (
+            pic is None
+            or time.monotonic() - pic.read_at >= self.full_interval_s
+            or (self.coexist is not None and self.coexist.pending)
+        ):
+            kinds = list_group_ids(self.admin)
+            wanted = sorted(g for g in kinds if self.filter(g))
+            # protocol type "" is a group that only commits offsets (assign() + commit)
+            consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
+            views = read_groups(self.admin, consumer_groups)
+            pic = KafkaPicture(kinds, wanted, views, self._partitions(), time.monotonic())
+        else:
+            fresh = read_offsets(self.admin, [g for g, v in pic.views.items() if not v.error])
+            vanished = any(
+                not isinstance(fresh.get(g), dict) or set(v.offsets) - set(fresh[g])
+                for g, v in pic.views.items()
+                if not v.error
+            )
+            if vanished:  # deleted group or offsets: only a full read can tell which
+                self._picture = None
+                return self._kafka_picture()
+            views = {g: replace(v, offsets=fresh[g]) for g, v in pic.views.items() if not v.error}
+            pic = replace(pic, views={**pic.views, **views})
+        self._picture = pic
+        return pic
+
     def tick(self) -> int:
-        kinds = list_group_ids(self.admin)
-        wanted = sorted(g for g in kinds if self.filter(g))
-        # protocol type "" is a group that only commits offsets (assign() + commit)
-        consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
-        views = read_groups(self.admin, consumer_groups)
+        pic = self._kafka_picture()
+        kinds, views, partitions = pic.kinds, pic.views, pic.partitions
         # a group being deleted still answers for a moment, as Dead and without offsets
         dead = {g for g, v in views.items() if v.state == "Dead"}
-        wanted = [g for g in wanted if g not in dead]
-        partitions = self._partitions()
+        wanted = [g for g in pic.wanted if g not in dead]
         owned = self.owned()
         mirrored_groups = {
             p.split("/")[2] for p in owned if p.count("/") >= 2
@@ -155,23 +200,39 @@ class GroupMirrorFlow:
         self.known = {p: n for p, n in current.items() if p in desired or p in owned}
         if not plan.ops:
             return 0
-        # one group's race with an old consumer must not hold back the others' writes
+        try:
+            self.writer.apply(plan.ops, self.known)
+            written = len(plan.ops)
+        except BatchRejected as exc:
+            log.warning("group batch rejected (%s); retrying group by group", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            written = self._apply_per_group(desired, owned)
+        METRICS.writes.labels(flow=self.name).inc(written)
+        return written
+
+    def _apply_per_group(self, desired: dict[str, Desired], owned: set[str]) -> int:
+        """After a rejected batch: re-read, then write each group on its own, so that one
+        group's race with an old consumer does not hold back the others."""
+        self.resync()
+        fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
+        current = {**self.known, **fresh}
+        owned = self.owned()
+        plan = plan_writes(desired, current, owned, self.writer.session_id)
+        self.known = {p: n for p, n in current.items() if p in desired or p in owned}
         by_group: dict[str, list] = {}
         for op in plan.ops:
             group = op.path.split("/")[2] if op.path.count("/") >= 2 else ""
             by_group.setdefault(group, []).append(op)
-        written, rejected = 0, False
-        for ops in by_group.values():
+        written = 0
+        for group, ops in by_group.items():
             try:
                 self.writer.apply(ops, self.known)
                 written += len(ops)
             except BatchRejected as exc:
-                log.warning("group batch rejected (%s); re-reading ZooKeeper", exc)
-                METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
-                rejected = True
-        if rejected:
-            self.resync()
-        METRICS.writes.labels(flow=self.name).inc(written)
+                self._report_once(
+                    group, f"ZooKeeper refused a write ({exc}); will retry", "rejected"
+                )
+                self.resync()
         return written
 
     def _report_once(self, subject: str, message: str, kind: str) -> None:

@@ -82,6 +82,22 @@ def list_group_ids(admin: KafkaAdminClient) -> dict[str, str]:
     return {g["group_id"]: g.get("protocol_type") or "" for g in admin.list_groups()}
 
 
+def read_offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
+    """Committed offsets of many groups, (topic, partition) -> offset, in one OffsetFetch
+    per coordinator; a group whose fetch fails maps to the error text instead."""
+    raw = _offsets(admin, groups)
+    return {
+        g: off
+        if isinstance(off, str)
+        else {
+            (tp.topic, tp.partition): om.offset
+            for tp, om in off.items()
+            if om is not None and om.offset is not None and om.offset >= 0
+        }
+        for g, off in raw.items()
+    }
+
+
 def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
     """Committed offsets of many groups; a group whose fetch fails maps to the error."""
     if not groups:

@@ -109,18 +109,35 @@ class FencedWriter:
     def apply(self, ops: Sequence[ZkOp], known: dict[str, Node]) -> None:
         """Write ``ops`` in order, batch by batch, updating ``known`` as each batch lands.
 
+        Batches are pipelined: all are sent before the first answer is awaited. ZooKeeper
+        applies one session's requests in order, so a batch still sees every earlier one.
         Raises ``Fenced`` when the epoch moved (we are deposed) and ``BatchRejected`` when a
-        node was not as ``known`` said; the batch that failed changed nothing.
+        node was not as ``known`` said; a batch that failed changed nothing, and the batches
+        that succeeded are reflected in ``known`` before the error is raised.
         """
+        pending: set[str] = set()
+        sent = []
         for batch in _batches(ops):
-            self._commit(batch, known)
+            txn, owners, slots, created = self._build(batch, pending)
+            sent.append((batch, owners, slots, created, txn.commit_async()))
+        failure: BaseException | None = None
+        for batch, owners, slots, created, result in sent:
+            try:
+                self._finish(batch, owners, slots, created, result.get(), known)
+            except (Fenced, BatchRejected) as exc:
+                if isinstance(exc, Fenced):
+                    raise
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
-    def _commit(self, batch: list[ZkOp], known: dict[str, Node]) -> None:
+    def _build(self, batch: list[ZkOp], pending: set[str]):
+        """One transaction: the epoch check, then each op with its ledger marker."""
         txn = self.client.transaction()
         txn.check(self.epoch.path, self.epoch.version)
         owners: list[ZkOp | None] = [None]  # which planned op each transaction slot serves
         slots: list[tuple[int, ZkOp]] = []  # slot of each legacy op's own result
-        pending: set[str] = set()
+        created: set[str] = set()
 
         def add(call, *args, op: ZkOp | None = None, **kw) -> int:
             call(*args, **kw)
@@ -132,6 +149,7 @@ class FencedWriter:
             if isinstance(op, Create):
                 for m in self._missing_marker_parents(op.path, pending):
                     add(txn.create, m, b"", op=op)
+                    created.add(m)
                 slots.append((add(txn.create, op.path, op.data, ephemeral=op.ephemeral, op=op), op))
                 if op.path in self.ledger.owned:
                     pass  # marker survived the node (an ephemeral of an expired session)
@@ -140,12 +158,15 @@ class FencedWriter:
                 else:
                     add(txn.create, marker, OWNED, op=op)
                     pending.add(marker)
+                    created.add(marker)
             elif isinstance(op, SetData):
                 slots.append((add(txn.set_data, op.path, op.data, op.version, op=op), op))
             else:
                 slots.append((add(txn.delete, op.path, op.version, op=op), op))
                 add(txn.delete, marker, op=op)
-        results = txn.commit()
+        return txn, owners, slots, created
+
+    def _finish(self, batch, owners, slots, created, results, known: dict[str, Node]) -> None:
         if isinstance(results[0], BadVersionError | NoNodeError):
             raise Fenced(f"epoch {self.epoch.value} at {self.epoch.path} is no longer current")
         for i, r in enumerate(results):
@@ -166,7 +187,7 @@ class FencedWriter:
             elif isinstance(op, Create):
                 self.ledger.owned.add(op.path)
                 self.ledger.markers.add(self.ledger.marker(op.path))
-        self.ledger.markers.update(pending)
+        self.ledger.markers.update(created)
 
     def _missing_marker_parents(self, path: str, pending: set[str]) -> list[str]:
         missing: list[str] = []
