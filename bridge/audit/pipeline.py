@@ -331,24 +331,24 @@ def _decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
     names = DECODED_ARROW.names
     passed = ("key", "records", "first_ts", "last_ts", "latest_partition", "latest_offset")
     for batch in batches:
-        cols = {n: batch.column(n).to_pylist() for n in (*passed, "latest_ts")}
         vheads = batch.column("vhead").to_pylist()
         values = batch.column("latest_value").to_pylist()
         found = batch.column("latest_partition").is_valid().to_pylist()
-        out: dict[str, list] = {n: [] for n in names}
-        for i, key in enumerate(cols["key"]):
-            if found[i]:
-                row = decode_row(key, vheads[i], values[i])
+        keys = batch.column("key").to_pylist()
+        rows = []
+        for key, vhead, value, ok in zip(keys, vheads, values, found, strict=True):
+            if ok:
+                rows.append(decode_row(key, vhead, value))
             else:
                 row = decode_row(key, None, None)
                 row["value_kind"] = UNDECODABLE
                 row["error"] = "the latest record was compacted away while the audit read it"
-            for n in names:
-                if n in cols:
-                    out[n].append(cols[n][i])
-                else:
-                    out[n].append(row.get(n))
-        yield pa.RecordBatch.from_pydict(out, schema=DECODED_ARROW)
+                rows.append(row)
+        out = {n: batch.column(n) for n in (*passed, "latest_ts")}
+        for n in names:
+            if n not in out:
+                out[n] = pa.array([r.get(n) for r in rows], DECODED_ARROW.field(n).type)
+        yield pa.RecordBatch.from_arrays([out[n] for n in names], schema=DECODED_ARROW)
 
 
 def _decoded_arrow_schema():
