@@ -65,5 +65,18 @@ class Metrics:
             registry=r,
         )
 
+        self.ungated_groups = Gauge(
+            "zkbridge_ungated_groups",
+            "1 while a new member leads a mixed group (hand-overs to it are not gated)",
+            ["group"],
+            registry=r,
+        )
+        self.protocol_conflicts = Gauge(
+            "zkbridge_protocol_conflicts",
+            "1 while a mixed group's members chose a protocol the proxies do not offer",
+            ["group"],
+            registry=r,
+        )
+
 
 METRICS = Metrics()

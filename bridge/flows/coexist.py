@@ -240,6 +240,8 @@ class Coexistence:
                     "group rebalances again once they are free",
                     "gate_timeout",
                 )
+        elif self._check_protocol(group, view):
+            return None  # the two worlds cannot share this group; reported, nothing written
         elif view is not None and view.state == "Stable" and not view.error:
             members = tuple(
                 KafkaMember(m.member_id, m.group_instance_id, m.topics or ()) for m in view.members
@@ -253,12 +255,57 @@ class Coexistence:
             gen = JoinedGeneration(-1, members, assignment)
             if group in self.retry and not sync_gate(group, gen, state, kafka_offsets).waiting:
                 self._rejoin_leader(group)
+            self._check_leadership(group, view, state)
         else:
             return None
         decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
         for problem in decision.problems:
             self.report(group, problem, "partial")
         return decision.desired
+
+    def _check_leadership(self, group: str, view: GroupView, state: ZkGroupState) -> None:
+        """Surface the one case the gate cannot cover: a new member leads the group."""
+        proxies = [p for (g, _), p in self.proxies.items() if g == group]
+        joined = {m.group_instance_id for m in view.members} & state.old_threads
+        ungated = bool(joined) and not any(p.is_leader for p in proxies)
+        METRICS.ungated_groups.labels(group=group).set(1 if ungated else 0)
+        if ungated:
+            self.report(
+                group,
+                "a new member leads this group: partitions moving from old threads to new "
+                "members are handed over without the SyncGroup gate; the exposure is the old "
+                "consumers' rebalance latency (see docs/coexistence.md)",
+                "ungated",
+            )
+
+    def _check_protocol(self, group: str, view: GroupView | None) -> bool:
+        """The protocol vote, made visible: proxies offer only ``range``. True on conflict."""
+        errors = [
+            p.last_error
+            for (g, _), p in self.proxies.items()
+            if g == group and p.last_error and "InconsistentGroupProtocol" in p.last_error
+        ]
+        if not errors:
+            METRICS.protocol_conflicts.labels(group=group).set(0)
+            return False
+        METRICS.protocol_conflicts.labels(group=group).set(1)
+        chosen = view.protocol if view is not None and view.protocol else "unknown"
+        members = (
+            ", ".join(
+                f"{m.member_id} (client {m.client_id})" for m in (view.members if view else ())
+            )
+            or "unknown"
+        )
+        self.report(
+            group,
+            f"the group runs protocol {chosen!r}, which its members chose without 'range': "
+            f"{members}. The bridge's proxies offer only 'range' (the old consumers' "
+            "assignment), so Kafka refuses them (INCONSISTENT_GROUP_PROTOCOL) and the two "
+            "worlds cannot share the group. Configure those members with the range assignor. "
+            "Nothing else was changed.",
+            "protocol",
+        )
+        return True
 
     def _rejoin_leader(self, group: str) -> None:
         for (g, _), proxy in self.proxies.items():

@@ -29,7 +29,9 @@ CONVERGE_S = 5.0  # generous bound for a test; latency is measured by bench/offs
 class PolledConsumer:
     """A kafka-python consumer kept alive by a polling thread, committing as it goes."""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str], client_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, group: str, topics: list[str], client_id: str, assignors=None
+    ) -> None:
         self.consumer = KafkaConsumer(
             *topics,
             bootstrap_servers=bootstrap.split(","),
@@ -38,7 +40,7 @@ class PolledConsumer:
             auto_offset_reset="earliest",
             enable_auto_commit=True,
             auto_commit_interval_ms=200,
-            partition_assignment_strategy=_range(),
+            partition_assignment_strategy=assignors or _range(),
             heartbeat_interval_ms=500,
             session_timeout_ms=6000,
         )
