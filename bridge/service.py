@@ -14,7 +14,7 @@ import time
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+from kazoo.exceptions import ConnectionLoss, LockTimeout, SessionExpiredError
 
 from bridge.config import Settings
 from bridge.connect import connect_kafka, connect_zookeeper
@@ -42,6 +42,13 @@ class Bridge:
         self.admin: KafkaAdminClient | None = None
         self.is_leader = False
         self._coexistence = None
+        # ---- read by /readyz (bridge.http) from its own thread ----
+        #: "connecting" | "standby" | "leader" | "stopping"
+        self.state = "connecting"
+        #: poll interval of each flow run in the current term as leader
+        self.flow_intervals: dict[str, float] = {}
+        #: monotonic time each flow last finished a pass without error, this term
+        self.last_ok: dict[str, float] = {}
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.LOST and not self.stop_event.is_set():
@@ -67,10 +74,12 @@ class Bridge:
             while not self.stop_event.is_set():
                 self._lead_once()
         finally:
+            self.state = "stopping"
             self.stop_event.set()
             self.close()
 
     def stop(self) -> None:
+        self.state = "stopping"
         self.stop_event.set()
 
     def close(self) -> None:
@@ -85,9 +94,16 @@ class Bridge:
     def _lead_once(self) -> None:
         assert self.zk is not None and self.admin is not None
         lock = self.zk.Lock(f"{self.root}/leader", self.identity)
+        self.state = "standby"
         try:
-            while not lock.acquire(timeout=1.0):
+            while True:
+                try:
+                    if lock.acquire(timeout=1.0):
+                        break
+                except LockTimeout:
+                    pass  # still a standby: another bridge holds the lock
                 if self.stop_event.is_set():
+                    lock.cancel()
                     return
         except (ConnectionLoss, SessionExpiredError):
             time.sleep(1)
@@ -96,6 +112,8 @@ class Bridge:
         try:
             epoch = claim_epoch(self.zk, f"{self.root}/epoch", self.identity)
             self.is_leader = True
+            self.flow_intervals, self.last_ok = {}, {}
+            self.state = "leader"
             METRICS.leader.set(1)
             METRICS.epoch.set(epoch.value)
             writer = FencedWriter(self.zk, epoch, Ledger(self.root))
@@ -107,6 +125,7 @@ class Bridge:
             log.warning("ZooKeeper %s while leading; stepping down", type(exc).__name__)
         finally:
             self.is_leader = False
+            self.state = "stopping" if self.stop_event.is_set() else "standby"
             METRICS.leader.set(0)
             if self._coexistence is not None:
                 # stopping without LeaveGroup: a successor's proxies take the same static ids
@@ -164,6 +183,7 @@ class Bridge:
             flow.resync()
         last_resync = time.monotonic()
         due = {flow.name: 0.0 for flow, _ in flows}
+        self.flow_intervals = {flow.name: interval for flow, interval in flows}
         while not self.stop_event.is_set() and not self._session_lost.is_set():
             now = time.monotonic()
             if now - last_resync > resync_every:
@@ -174,9 +194,15 @@ class Bridge:
                 if now < due[flow.name]:
                     continue
                 due[flow.name] = now + interval
+                started = time.monotonic()
                 with METRICS.tick_seconds.labels(flow=flow.name).time():
                     try:
-                        flow.tick()
+                        if flow.tick():  # it wrote: the pass read Kafka at ``started``
+                            METRICS.mirror_lag.labels(flow=flow.name).observe(
+                                time.monotonic() - started
+                            )
+                        self.last_ok[flow.name] = time.monotonic()
+                        METRICS.flow_last_success.labels(flow=flow.name).set_to_current_time()
                     except (Fenced, ConnectionLoss, SessionExpiredError):
                         raise
                     except Exception as exc:  # noqa: BLE001 - one bad tick must not kill the bridge

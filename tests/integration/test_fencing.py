@@ -1,0 +1,79 @@
+"""I3 on the real ZooKeeper: a bridge that lost its epoch cannot write, not even once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from bridge.decide.plan import Create, Node, SetData
+from bridge.zookeeper.fence import Fenced, claim_epoch
+from bridge.zookeeper.writer import FencedWriter, Ledger
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.integration
+
+ROOT = "/kafka-zk-bridge"
+
+
+def test_a_deposed_writer_has_every_batch_rejected(stack, chroot):
+    a, b = KazooClient(stack.zk_connect + chroot), KazooClient(stack.zk_connect + chroot)
+    a.start()
+    b.start()
+    try:
+        old = FencedWriter(a, claim_epoch(a, f"{ROOT}/epoch", "a"), Ledger(ROOT))
+        known: dict[str, Node] = {}
+        old.apply([Create("/brokers", b""), Create("/brokers/ids", b"")], known)
+        assert a.exists("/brokers/ids")
+
+        new_epoch = claim_epoch(b, f"{ROOT}/epoch", "b")  # a successor takes over
+        assert new_epoch.value == old.epoch.value + 1
+
+        with pytest.raises(Fenced):
+            old.apply([Create("/brokers/ids/1", b"zombie", ephemeral=True)], known)
+        with pytest.raises(Fenced):
+            old.apply([SetData("/brokers/ids", b"zombie", known["/brokers/ids"].version)], known)
+        assert not a.exists("/brokers/ids/1")
+        assert a.get("/brokers/ids")[0] == b""
+        assert not a.exists(f"{ROOT}/owned/brokers/ids/1")  # the ledger did not move either
+
+        successor = FencedWriter(b, new_epoch, Ledger(ROOT))
+        successor.ledger.load(b, ["/brokers"])
+        successor.apply([Create("/brokers/ids/2", b"ok", ephemeral=True)], {})
+        assert b.exists("/brokers/ids/2")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_paused_leader_is_replaced_and_steps_down_on_resume(stack, zk, start_bridge):
+    """SIGSTOP the active bridge past its session: the standby takes over within the session
+    timeout plus a little; the resumed zombie writes nothing and goes back to waiting."""
+    env = {"ZK_BRIDGE__ZOOKEEPER__SESSION_TIMEOUT_S": "4"}
+    first = start_bridge(env=env)
+    wait_for(lambda: zk.exists("/brokers/ids/1"), 30, what="first bridge leading")
+    second = start_bridge(env=env)
+    time.sleep(2)
+    assert "claimed bridge epoch" not in second.text()  # a standby waits its turn
+
+    os.kill(first.proc.pid, signal.SIGSTOP)
+    paused_at = time.monotonic()
+    try:
+        wait_for(lambda: "claimed bridge epoch" in second.text(), 30, 0.1, "standby takeover")
+        takeover = time.monotonic() - paused_at
+        wait_for(lambda: zk.exists("/brokers/ids/1"), 15, what="registry re-created")
+        owner = zk.exists("/brokers/ids/1").ephemeralOwner
+    finally:
+        os.kill(first.proc.pid, signal.SIGCONT)
+    print(f"\nstandby took over {takeover:.1f} s after the leader froze (session timeout 4 s)")
+    assert takeover < 4 + 6
+    time.sleep(5)  # the zombie wakes up with a stale view and its old epoch
+    log = first.text()
+    assert "session lost" in log or "deposed" in log, log[-2000:]
+    assert zk.exists("/brokers/ids/1").ephemeralOwner == owner  # still the successor's
+    assert first.proc.poll() is None, "the old leader keeps running as a standby"
+    epoch = zk.get("/kafka-zk-bridge/epoch")[0]
+    assert b'"epoch": 2' in epoch or b'"epoch":2' in epoch
