@@ -93,9 +93,14 @@ def test_bridge_never_touches_what_the_old_consumer_wrote(
         reg = json.loads(zk.get(f"/consumers/own-g/ids/{ids[0]}")[0])
         assert reg["subscription"] == {topic: 1}
         # the ledger records only bridge-created nodes: none of the consumer's own
-        ledger = "/kafka-zk-bridge/owned/consumers/own-g"
-        for kind in ("ids", "owners", "offsets"):
-            assert not zk.exists(f"{ledger}/{kind}") or not zk.get_children(f"{ledger}/{kind}")
+        wait_for(lambda: zk.exists(f"/consumers/own-g/owners/{topic}/1"), 30)
+        ledger = "/kafka-zk-bridge/owned"
+        theirs = [f"/consumers/own-g/ids/{ids[0]}"] + [
+            f"/consumers/own-g/owners/{topic}/{p}" for p in (0, 1)
+        ]
+        for path in theirs:
+            assert zk.exists(path), path
+            assert not zk.exists(ledger + path) or zk.get(ledger + path)[0] != b"owned", path
     finally:
         consumer.stop()
     admin.delete_topics([topic])
