@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from bridge import __version__
 
 
 class Metrics:
@@ -42,6 +46,43 @@ class Metrics:
         self.tick_seconds = Histogram(
             "zkbridge_flow_tick_seconds", "time for one pass of a flow", ["flow"], registry=r
         )
+        # ---- operations (issue 8): lag, freshness, groups; docs/operations.md lists them all
+        self.mirror_lag = Histogram(
+            "zkbridge_mirror_lag_seconds",
+            "from the start of the pass that read a Kafka-side change to its ZooKeeper write",
+            ["flow"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=r,
+        )
+        self.flow_last_success = Gauge(
+            "zkbridge_flow_last_success_timestamp_seconds",
+            "Unix time of the last pass of a flow that ended without error",
+            ["flow"],
+            registry=r,
+        )
+        self.groups_by_mode = Gauge(
+            "zkbridge_groups",
+            "groups by offset storage mode (zookeeper, dual, kafka)",
+            ["mode"],
+            registry=r,
+        )
+        for mode in ("zookeeper", "dual", "kafka"):
+            self.groups_by_mode.labels(mode=mode).set(0)
+        self.rebalances = Counter(
+            "zkbridge_group_rebalances",
+            "new generations of a group seen by the bridge's proxy members",
+            ["group"],
+            registry=r,
+        )
+        self._generations: dict[str, int] = {}
+        self.info = Gauge(
+            "zkbridge_build_info",
+            "always 1; the version label says what runs",
+            ["version"],
+            registry=r,
+        )
+        self.info.labels(version=__version__).set(1)
+        self._generations_lock = threading.Lock()
 
         self.proxies = Gauge(
             "zkbridge_proxies", "proxy members run for old consumer threads", ["group"], registry=r
@@ -77,6 +118,20 @@ class Metrics:
             ["group"],
             registry=r,
         )
+
+    def note_generation(self, group: str, generation: int) -> None:
+        """Count the rebalances of ``group`` from the generation ids its proxies join.
+
+        Kafka adds one to the generation per rebalance, so the difference to the last seen
+        generation is the number of rebalances, even those no proxy took part in. The first
+        generation seen only sets the baseline.
+        """
+        with self._generations_lock:
+            last = self._generations.get(group)
+            if last is None or generation > last:
+                self._generations[group] = generation
+            if last is not None and generation > last:
+                self.rebalances.labels(group=group).inc(generation - last)
 
 
 METRICS = Metrics()

@@ -23,6 +23,7 @@ from bridge.flows import Flow
 from bridge.flows.coexist import Coexistence
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
+from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
 from bridge.metrics import METRICS
 from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
@@ -161,6 +162,13 @@ class Bridge:
                     session_timeout_ms=s.coexistence.proxy_session_timeout_ms,
                 )
                 self._coexistence = coexistence
+            committer = (
+                coexistence.committer
+                if coexistence is not None
+                else OffsetCommitter(
+                    self.admin, s.kafka.client_options(), f"kafka-zk-bridge:{self.root}"
+                )
+            )
             flows.append(
                 (
                     GroupMirrorFlow(
@@ -171,6 +179,8 @@ class Bridge:
                         OnGroupDeleted(s.groups.on_group_deleted),
                         coexistence,
                         full_interval_s=s.groups.full_interval_s,
+                        committer=committer,
+                        root=self.root,
                     ),
                     s.groups.poll_interval_s,
                 )

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+import zkpaths
 from zkpaths import TopicPartition
 
 
@@ -213,3 +215,51 @@ class GroupRecord:
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"bad group record: {exc}") from None
+
+
+# ---- offset nodes by mode ------------------------------------------------------------------
+
+
+@dataclass
+class OffsetPlan:
+    """A group's offset znodes as the mode wants them, and the commits Kafka needs."""
+
+    desired: dict = field(default_factory=dict)  # path -> plan.Desired
+    to_kafka: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def offset_nodes(
+    group: str,
+    mode: StorageMode,
+    zk_offsets: Mapping[TopicPartition, int],
+    owned_offsets: AbstractSet[TopicPartition],
+    kafka_offsets: Mapping[TopicPartition, int] | None,
+    suggested: Mapping[TopicPartition, int],
+    topics: AbstractSet[str],
+) -> OffsetPlan:
+    """Reconcile one group's stores by ``mode``; forward only.
+
+    ``zk_offsets`` are the offset nodes that exist (the bridge's or the consumers'),
+    ``owned_offsets`` those the bridge created, ``kafka_offsets`` None when Kafka could not
+    be read (then nothing goes to Kafka), ``suggested`` forward moves other decisions
+    asked for (a hand-over copying a new member's offset back).
+    """
+    from bridge.decide.plan import Desired
+
+    kafka = dict(kafka_offsets or {})
+    tps = {tp for tp in set(zk_offsets) | set(kafka) if tp.topic in topics}
+    rec = reconcile(mode, {tp: Offsets(zk_offsets.get(tp), kafka.get(tp)) for tp in tps})
+    to_zk = dict(rec.to_zk)
+    for tp, value in suggested.items():
+        if value > max(zk_offsets.get(tp, -1), to_zk.get(tp, -1)):
+            to_zk[tp] = value
+    out = OffsetPlan(to_kafka=rec.to_kafka if kafka_offsets is not None else {})
+    for tp in set(owned_offsets) | set(to_zk):
+        value = max(zk_offsets.get(tp, -1), to_zk.get(tp, -1))
+        if value < 0:
+            continue
+        path = zkpaths.offset_path(group, tp.topic, tp.partition)
+        out.desired[zkpaths.topic_offsets_path(group, tp.topic)] = Desired(structural=True)
+        foreign = tp in zk_offsets and tp not in owned_offsets
+        out.desired[path] = Desired(zkpaths.encode_offset(value), adopt=foreign)
+    return out

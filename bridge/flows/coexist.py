@@ -12,9 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from kafka import KafkaAdminClient, KafkaProducer
-from kafka.structs import OffsetAndMetadata
-from kafka.structs import TopicPartition as KafkaTP
+from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -30,6 +28,7 @@ from bridge.decide.handover import (
     withheld,
 )
 from bridge.decide.plan import Desired, Node
+from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupView
 from bridge.kafka.proxy import ProxyMember, ProxyPool
 from bridge.metrics import METRICS
@@ -94,7 +93,7 @@ class Coexistence:
         self.pending: dict[str, PendingSync] = {}
         self.retry: set[str] = set()
         self._lock = threading.Lock()
-        self._producer: KafkaProducer | None = None
+        self.committer = OffsetCommitter(admin, client_options, transactional_id)
 
     # ---- the leader gate, on the proxies' IO loop -------------------------------------------
     async def leader_gate(self, proxy: ProxyMember, generation_id: int, members):
@@ -148,8 +147,7 @@ class Coexistence:
         for proxy in self.proxies.values():
             proxy.stop(leave=leave)
         self.proxies.clear()
-        if self._producer is not None:
-            self._producer.close()
+        self.committer.close()
         if self.pool is not None:
             self.pool.close()
 
@@ -318,35 +316,5 @@ class Coexistence:
                 return
 
     def _commit_to_kafka(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        """Commit old owners' final offsets into the live group, from outside it.
-
-        A member's OffsetCommit is refused while the group completes its rebalance; a
-        transactional offset commit is not, and it is fenced by the producer epoch, so a
-        deposed bridge cannot commit after its successor initialised the same id.
-        """
-        if self._producer is None:
-            self._producer = KafkaProducer(
-                transactional_id=self.transactional_id, **self.client_options
-            )
-            self._producer.init_transactions()
-        self._producer.begin_transaction()
-        self._producer.send_offsets_to_transaction(
-            {
-                KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
-                for tp, o in offsets.items()
-            },
-            group,
-        )
-        self._producer.commit_transaction()
-        want = {KafkaTP(tp.topic, tp.partition): o for tp, o in offsets.items()}
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # markers land asynchronously after EndTxn
-            seen = self.admin.list_group_offsets({group: list(want)})[group]
-            if all(seen.get(tp) and seen[tp].offset >= o for tp, o in want.items()):
-                break
-            time.sleep(0.05)
-        METRICS.offsets_copied.labels(direction="zk_to_kafka").inc(len(offsets))
-        log.info(
-            "committed old owners' offsets into Kafka",
-            extra={"group": group, "partitions": len(offsets)},
-        )
+        """The old owners' final offsets, into the live group before the leader syncs."""
+        self.committer.commit(group, offsets, "zk_to_kafka_handover")

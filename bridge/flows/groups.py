@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, replace
 
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -25,8 +26,10 @@ from bridge.decide.groups import (
     group_paths,
     legacy_members,
 )
+from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
+from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import (
     GroupFilter,
     GroupView,
@@ -35,7 +38,9 @@ from bridge.kafka.groups import (
     read_offsets,
 )
 from bridge.metrics import METRICS
+from bridge.zookeeper.records import create_record, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
+from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,8 @@ class GroupMirrorFlow:
         on_deleted: OnGroupDeleted = OnGroupDeleted.KEEP_OFFSETS,
         coexistence: Coexistence | None = None,
         full_interval_s: float = 1.0,
+        committer: OffsetCommitter | None = None,
+        root: str = "/kafka-zk-bridge",
     ) -> None:
         self.zk = zk
         self.admin = admin
@@ -72,7 +79,11 @@ class GroupMirrorFlow:
             coexistence.report = self._report_once
         self.known: dict[str, Node] = {}
         self.full_interval_s = full_interval_s
+        self.committer = committer
+        self.root = root
+        self.records: dict[str, tuple[GroupRecord, int]] = {}
         self._picture: KafkaPicture | None = None
+        self._picture_read_at = 0.0
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
@@ -190,6 +201,8 @@ class GroupMirrorFlow:
                 self._report_once(g, f"not mirrored: {reason}", "skipped")
         self.skipped = skipped
 
+        to_kafka = self._offsets_by_mode(desired, pic, wanted, mixed, owned, refresh)
+
         unknown = [p for p in desired if p not in self.known or p in refresh]
         fresh = read_nodes(self.zk, unknown)
         current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
@@ -208,7 +221,104 @@ class GroupMirrorFlow:
             METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
             written = self._apply_per_group(desired, owned)
         METRICS.writes.labels(flow=self.name).inc(written)
+        self._commit_to_kafka(to_kafka)
         return written
+
+    def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
+        for group, offsets in to_kafka.items():
+            if self.committer is None:
+                return
+            try:
+                self.committer.commit(group, offsets, "by_mode")
+            except KafkaError as exc:
+                self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
+
+    def _offsets_by_mode(
+        self,
+        desired: dict[str, Desired],
+        pic: KafkaPicture,
+        wanted: list[str],
+        mixed: set[str],
+        owned: set[str],
+        refresh: set[str],
+    ) -> dict[str, dict[TopicPartition, int]]:
+        """Each group's offset nodes as its storage mode wants them (see decide.migration);
+        returns the commits Kafka needs. Infers and records the mode of new groups."""
+        if self._picture_read_at != pic.read_at or not self.records:
+            self.records = read_records(self.zk, self.root)
+            self._picture_read_at = pic.read_at
+        to_kafka: dict[str, dict[TopicPartition, int]] = {}
+        modes = dict.fromkeys(StorageMode, 0)
+        for g in sorted((set(wanted) & set(pic.views)) | mixed):
+            view = pic.views.get(g)
+            zk_offsets, owned_offsets = self._zk_offsets(g, owned)
+            entry = self.records.get(g)
+            if entry is None:
+                mode = infer_mode(g in mixed, bool(set(zk_offsets) - owned_offsets), g in pic.kinds)
+                record = create_record(
+                    self.zk,
+                    self.root,
+                    g,
+                    mode,
+                    self.writer.epoch,
+                    "bridge (inferred)",
+                    int(time.time() * 1000),
+                )
+                self.records[g] = (record, 0)
+            else:
+                mode = entry[0].mode
+            modes[mode] += 1
+            prefix = zkpaths.offsets_path(g) + "/"
+            suggested: dict[TopicPartition, int] = {}
+            for path in [p for p in desired if p.startswith(prefix) and p.count("/") == 5]:
+                parsed = zkpaths.parse_path(path)
+                want = desired.pop(path)
+                if want.data:
+                    suggested[TopicPartition(parsed.topic, parsed.partition)] = int(want.data)
+            kafka = None
+            if view is not None and not view.error:
+                kafka = {TopicPartition(t, p): o for (t, p), o in view.offsets.items()}
+            plan = offset_nodes(
+                g, mode, zk_offsets, owned_offsets, kafka, suggested, set(pic.partitions)
+            )
+            desired.update(plan.desired)
+            if mode is not StorageMode.KAFKA or g in mixed:
+                refresh.update(plan.desired)  # consumers write these nodes too
+            if plan.to_kafka:
+                to_kafka[g] = plan.to_kafka
+        for mode, count in modes.items():
+            METRICS.groups_by_mode.labels(mode=mode.value).set(count)
+        return to_kafka
+
+    def _zk_offsets(self, group: str, owned: set[str]) -> tuple[dict, set]:
+        """Every offset node of ``group`` now (read fresh), and which ones are the bridge's."""
+        base = zkpaths.offsets_path(group)
+        try:
+            topics = self.zk.get_children(base)
+        except NoNodeError:
+            return {}, set()
+        dirs = [f"{base}/{t}" for t in topics]
+        pending = [(d, self.zk.get_children_async(d)) for d in dirs]
+        paths = []
+        for d, r in pending:
+            try:
+                paths += [f"{d}/{p}" for p in r.get()]
+            except NoNodeError:
+                continue
+        nodes = read_nodes(self.zk, paths)
+        offsets: dict[TopicPartition, int] = {}
+        mine: set[TopicPartition] = set()
+        for path, node in nodes.items():
+            try:
+                parsed = zkpaths.parse_path(path)
+                tp = TopicPartition(parsed.topic, parsed.partition)
+                offsets[tp] = zkpaths.decode_offset(node.data, path=path)
+            except zkpaths.ZkLayoutError as exc:
+                self._report_once(path, f"bad node left alone: {exc}", "bad_node")
+                continue
+            if path in owned:
+                mine.add(tp)
+        return offsets, mine
 
     def _apply_per_group(self, desired: dict[str, Desired], owned: set[str]) -> int:
         """After a rejected batch: re-read, then write each group on its own, so that one
