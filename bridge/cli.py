@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 from bridge import __version__, logs
+from bridge.commands.groups import register as register_groups
+from bridge.commands.offsets import register as register_offsets
 from bridge.config import ConfigError, load
 
 log = logging.getLogger("bridge.cli")
@@ -30,6 +32,8 @@ def _settings(args: argparse.Namespace):
         overrides.setdefault("zookeeper", {})["connect"] = args.zookeeper
     if getattr(args, "bootstrap_server", None):
         overrides.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap_server
+    if getattr(args, "metrics_address", None):
+        overrides.setdefault("metrics", {})["address"] = args.metrics_address
     return load(args.config, overrides)
 
 
@@ -39,6 +43,23 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     bridge = Bridge(settings)
+    endpoint = None
+    if settings.metrics.enabled:
+        from bridge.http import bridge_readiness, serve
+
+        try:
+            endpoint = serve(
+                settings.metrics.address, lambda: bridge_readiness(bridge, settings.metrics)
+            )
+        except OSError as exc:
+            log.error(
+                "cannot serve metrics on %s: %s; set --metrics-address or [metrics] address, "
+                "or [metrics] enabled = false",
+                settings.metrics.address,
+                exc.strerror or exc,
+            )
+            return 2
+        log.info("serving /metrics, /healthz and /readyz", extra={"address": endpoint.address})
     signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
     try:
         bridge.run()
@@ -47,6 +68,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 3
     except KeyboardInterrupt:
         bridge.stop()
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     return 0
 
 
@@ -128,9 +152,17 @@ def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from bridge.audit import dump, snapshot
-    from bridge.audit.pipeline import AuditConfig, AuditError, check_inputs, run, spark_session
+    from bridge.audit.pipeline import (
+        AuditConfig,
+        AuditError,
+        active_session,
+        check_inputs,
+        run,
+        spark_session,
+    )
 
     settings = _settings(args)
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per connection
     # an explicit address (flag or config file) only: never audit a default localhost:9092
     bootstrap = args.bootstrap_server or (settings.kafka.bootstrap_servers if args.config else None)
     client = {k: v for k, v in settings.kafka.client_options().items() if k != "bootstrap_servers"}
@@ -150,11 +182,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     )
     try:
         info = check_inputs(cfg)
+        existing = active_session()  # embedded (tests, notebooks): leave it running
         spark = spark_session(args.master, conf=_spark_conf(args.conf))
         try:
             result = run(spark, cfg, info)
         finally:
-            spark.stop()
+            if existing is None:
+                spark.stop()
     except (AuditError, snapshot.SnapshotError, dump.DumpError) as exc:
         print(f"audit: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
@@ -253,6 +287,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the bridge (mirror Kafka into ZooKeeper)")
     _connection_options(run)
+    run.add_argument(
+        "--metrics-address",
+        metavar="HOST:PORT",
+        help="where /metrics, /healthz and /readyz listen (default 127.0.0.1:9308; "
+        "port 0 picks a free one)",
+    )
     run.set_defaults(func=cmd_run)
 
     dev = sub.add_parser("devstack", help="a local ZooKeeper + 3-node KRaft Kafka, no Docker")
@@ -278,6 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-v", "--verbose", action="store_true", help="print the result")
     check.set_defaults(func=cmd_config_check)
     add_audit_commands(sub)
+    register_offsets(sub, _connection_options)
+    register_groups(sub, _connection_options)
     return parser
 
 

@@ -226,6 +226,7 @@ class OffsetPlan:
 
     desired: dict = field(default_factory=dict)  # path -> plan.Desired
     to_kafka: dict[TopicPartition, int] = field(default_factory=dict)
+    written_zk: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 def offset_nodes(
@@ -253,7 +254,7 @@ def offset_nodes(
     for tp, value in suggested.items():
         if value > max(zk_offsets.get(tp, -1), to_zk.get(tp, -1)):
             to_zk[tp] = value
-    out = OffsetPlan(to_kafka=rec.to_kafka if kafka_offsets is not None else {})
+    out = OffsetPlan(to_kafka=rec.to_kafka if kafka_offsets is not None else {}, written_zk=to_zk)
     for tp in set(owned_offsets) | set(to_zk):
         value = max(zk_offsets.get(tp, -1), to_zk.get(tp, -1))
         if value < 0:

@@ -38,7 +38,7 @@ from bridge.kafka.groups import (
     read_offsets,
 )
 from bridge.metrics import METRICS
-from bridge.zookeeper.records import create_record, read_records
+from bridge.zookeeper.records import answer_sync, create_record, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
 
@@ -84,6 +84,8 @@ class GroupMirrorFlow:
         self.records: dict[str, tuple[GroupRecord, int]] = {}
         self._picture: KafkaPicture | None = None
         self._picture_read_at = 0.0
+        #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
+        self._after: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
@@ -211,18 +213,41 @@ class GroupMirrorFlow:
             self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
         # adopt what was read, so the planner and the known tree agree
         self.known = {p: n for p, n in current.items() if p in desired or p in owned}
-        if not plan.ops:
-            return 0
+        written = 0
         try:
-            self.writer.apply(plan.ops, self.known)
-            written = len(plan.ops)
+            if plan.ops:
+                self.writer.apply(plan.ops, self.known)
+                written = len(plan.ops)
         except BatchRejected as exc:
             log.warning("group batch rejected (%s); retrying group by group", exc)
             METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
             written = self._apply_per_group(desired, owned)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
+        self._answer_sync_requests()
         return written
+
+    def _answer_sync_requests(self) -> None:
+        """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
+        this tick left them, so its gate judges a state the bridge actually reached."""
+        requests = f"{self.root}/sync-requests"
+        try:
+            pending = self.zk.get_children(requests)
+        except NoNodeError:
+            return
+        for g in pending:
+            if g not in self._after:
+                continue
+            req, stat = self.zk.get(f"{requests}/{g}")
+            report = {
+                "request": req.decode(errors="replace"),
+                "at_ms": int(time.time() * 1000),
+                "offsets": {
+                    f"{tp.topic}/{tp.partition}": list(v)
+                    for tp, v in sorted(self._after[g].items())
+                },
+            }
+            answer_sync(self.zk, self.root, g, stat.version, report, self.writer.epoch)
 
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
         for group, offsets in to_kafka.items():
@@ -286,6 +311,13 @@ class GroupMirrorFlow:
                 refresh.update(plan.desired)  # consumers write these nodes too
             if plan.to_kafka:
                 to_kafka[g] = plan.to_kafka
+            self._after[g] = {
+                tp: (
+                    max(zk_offsets.get(tp, -1), plan.written_zk.get(tp, -1)),
+                    max((kafka or {}).get(tp, -1), plan.to_kafka.get(tp, -1)),
+                )
+                for tp in set(zk_offsets) | set(kafka or {})
+            }
         for mode, count in modes.items():
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)
         return to_kafka

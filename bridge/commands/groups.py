@@ -1,0 +1,409 @@
+"""``zk-bridge groups``, ``describe GROUP`` and ``migrate``: one view of every group across
+both worlds, and the gated steps between storage modes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass
+
+from kafka import KafkaAdminClient
+from kafka.admin import OffsetSpec
+from kafka.structs import TopicPartition as KafkaTP
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from tqdm import tqdm
+
+import zkpaths
+from bridge.decide.migration import (
+    GroupSnapshot,
+    Offsets,
+    StepRefused,
+    StorageMode,
+    check_step,
+    gates,
+)
+from bridge.zookeeper.records import read_records, write_step
+from zkpaths import TopicPartition
+
+
+@dataclass
+class GroupState:
+    """Everything both worlds say about one group."""
+
+    group: str
+    mode: str
+    old_threads: dict[str, tuple[str, ...]]  # thread -> topics
+    kafka_state: str
+    proxies: set[str]  # old threads with a member in the Kafka group
+    new_members: dict[str, str]  # member id -> client id
+    mirrored: set[str]  # new member ids mirrored under /ids
+    zk_offsets: dict[TopicPartition, int]
+    kafka_offsets: dict[TopicPartition, int]
+    zk_owners: dict[TopicPartition, str]
+    kafka_owners: dict[TopicPartition, str]
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return sorted(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) -> GroupState:
+    base = zkpaths.consumer_group_path(group)
+    old: dict[str, tuple[str, ...]] = {}
+    mirrored: set[str] = set()
+    for cid in _children(zk, f"{base}/ids"):
+        try:
+            kind, ident = zkpaths.parse_mirrored(group, cid)
+            if cid.startswith(f"{group}_~~"):
+                mirrored.add(ident)
+                continue
+        except zkpaths.ZkLayoutError:
+            pass
+        try:
+            reg = zkpaths.decode_consumer_registration(zk.get(f"{base}/ids/{cid}")[0])
+            for topic, threads in zkpaths.registration_thread_ids(cid, reg).items():
+                for t in threads:
+                    old[t] = (*old.get(t, ()), topic)
+        except (NoNodeError, zkpaths.ZkLayoutError):
+            continue
+    zk_offsets: dict[TopicPartition, int] = {}
+    for t in _children(zk, f"{base}/offsets"):
+        for p in _children(zk, f"{base}/offsets/{t}"):
+            try:
+                zk_offsets[TopicPartition(t, int(p))] = zkpaths.decode_offset(
+                    zk.get(f"{base}/offsets/{t}/{p}")[0]
+                )
+            except (NoNodeError, ValueError, zkpaths.ZkLayoutError):
+                continue
+    zk_owners: dict[TopicPartition, str] = {}
+    for t in _children(zk, f"{base}/owners"):
+        for p in _children(zk, f"{base}/owners/{t}"):
+            try:
+                zk_owners[TopicPartition(t, int(p))] = zk.get(f"{base}/owners/{t}/{p}")[0].decode()
+            except (NoNodeError, ValueError, UnicodeDecodeError):
+                continue
+    desc = admin.describe_groups([group]).get(group) or {}
+    proxies: set[str] = set()
+    new: dict[str, str] = {}
+    kafka_owners: dict[TopicPartition, str] = {}
+    for m in desc.get("members", []):
+        iid = m.get("group_instance_id")
+        if iid and iid in old:
+            proxies.add(iid)
+            spelled = iid
+        else:
+            new[m["member_id"]] = m.get("client_id") or ""
+            spelled = zkpaths.mirrored_thread_id(group, m["member_id"], iid)
+        assignment = m.get("member_assignment") or {}
+        for a in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
+            for p in a["partitions"]:
+                kafka_owners[TopicPartition(a["topic"], p)] = spelled
+    try:
+        committed = admin.list_group_offsets({group: None})[group]
+    except Exception:  # noqa: BLE001 - a group unknown to Kafka has no offsets there
+        committed = {}
+    kafka_offsets = {
+        TopicPartition(tp.topic, tp.partition): om.offset
+        for tp, om in committed.items()
+        if om is not None and om.offset >= 0
+    }
+    return GroupState(
+        group,
+        mode,
+        old,
+        desc.get("group_state") or "-",
+        proxies,
+        new,
+        mirrored,
+        zk_offsets,
+        kafka_offsets,
+        zk_owners,
+        kafka_owners,
+    )
+
+
+def log_ends(admin: KafkaAdminClient, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
+    if not tps:
+        return {}
+    ends = admin.list_partition_offsets(
+        {KafkaTP(tp.topic, tp.partition): OffsetSpec.LATEST for tp in tps}
+    )
+    return {TopicPartition(tp.topic, tp.partition): v.offset for tp, v in ends.items()}
+
+
+def total_lag(state: GroupState, ends: dict[TopicPartition, int]) -> int:
+    lag = 0
+    for tp, end in ends.items():
+        committed = max(state.zk_offsets.get(tp, -1), state.kafka_offsets.get(tp, -1))
+        lag += max(0, end - max(committed, 0))
+    return lag
+
+
+def _print_table(rows: list[dict], columns: list[str]) -> None:
+    widths = {
+        c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) if rows else len(c) for c in columns
+    }
+    print("  ".join(c.upper().ljust(widths[c]) for c in columns))
+    for r in rows:
+        print("  ".join(str(r.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+# ---- groups / describe ---------------------------------------------------------------------
+
+
+def _open(args):
+    from bridge.cli import _settings
+    from bridge.connect import connect_kafka, connect_zookeeper
+
+    settings = _settings(args)
+    return settings, connect_zookeeper(settings.zookeeper), connect_kafka(settings.kafka)
+
+
+def cmd_groups(args: argparse.Namespace) -> int:
+    settings, zk, admin = _open(args)
+    try:
+        records = read_records(zk, settings.bridge.root)
+        names = set(records) | {g["group_id"] for g in admin.list_groups()}
+        names |= set(_children(zk, zkpaths.CONSUMERS))
+        rows = []
+        for g in sorted(names):
+            mode = records[g][0].mode.value if g in records else "(not seen yet)"
+            s = read_state(zk, admin, g, mode)
+            rows.append(
+                {
+                    "group": g,
+                    "mode": mode,
+                    "old_threads": len(s.old_threads),
+                    "new_members": len(s.new_members),
+                    "kafka_state": s.kafka_state,
+                }
+            )
+    finally:
+        zk.stop()
+        admin.close()
+    if args.output == "json":
+        print(json.dumps(rows, indent=2))
+    else:
+        _print_table(rows, ["group", "mode", "old_threads", "new_members", "kafka_state"])
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    settings, zk, admin = _open(args)
+    try:
+        records = read_records(zk, settings.bridge.root)
+        mode = records[args.group][0].mode.value if args.group in records else "(not seen yet)"
+        s = read_state(zk, admin, args.group, mode)
+        tps = set(s.zk_offsets) | set(s.kafka_offsets) | set(s.zk_owners) | set(s.kafka_owners)
+        ends = log_ends(admin, tps)
+    finally:
+        zk.stop()
+        admin.close()
+    rows = []
+    for tp in sorted(tps):
+        committed = max(s.zk_offsets.get(tp, -1), s.kafka_offsets.get(tp, -1))
+        end = ends.get(tp)
+        rows.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "zk_offset": s.zk_offsets.get(tp, "-"),
+                "kafka_offset": s.kafka_offsets.get(tp, "-"),
+                "log_end": "-" if end is None else end,
+                "lag": "-" if end is None or committed < 0 else end - committed,
+                "owner": s.zk_owners.get(tp) or s.kafka_owners.get(tp) or "-",
+            }
+        )
+    if args.output == "json":
+        print(json.dumps({"group": args.group, "mode": mode, "partitions": rows}, indent=2))
+    else:
+        print(
+            f"group {args.group}: mode {mode}, Kafka state {s.kafka_state}, "
+            f"{len(s.old_threads)} old threads, {len(s.new_members)} new members"
+        )
+        _print_table(
+            rows, ["topic", "partition", "zk_offset", "kafka_offset", "log_end", "lag", "owner"]
+        )
+    return 0
+
+
+# ---- migrate -------------------------------------------------------------------------------
+
+
+def forced_sync(zk: KazooClient, root: str, group: str, timeout: float) -> dict | None:
+    """Ask the active bridge to reconcile ``group`` now; its report, or None if none came."""
+    request = uuid.uuid4().hex
+    path = f"{root}/sync-requests/{group}"
+    try:
+        zk.create(path, request.encode(), makepath=True)
+    except NodeExistsError:
+        zk.set(path, request.encode())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = json.loads(zk.get(f"{root}/sync-results/{group}")[0])
+            if data.get("request") == request:
+                return data
+        except (NoNodeError, ValueError):
+            pass
+        time.sleep(0.1)
+    return None
+
+
+def evaluate(zk, admin, root: str, group: str, mode: str, args) -> tuple[list, GroupState]:
+    report = forced_sync(zk, root, group, args.sync_timeout)
+    state = read_state(zk, admin, group, mode)
+    ends = log_ends(admin, set(state.zk_offsets) | set(state.kafka_offsets))
+    lag_start = total_lag(state, ends)
+    time.sleep(args.lag_window)
+    later = read_state(zk, admin, group, mode)
+    lag_end = total_lag(later, log_ends(admin, set(ends)))
+    if report is None:
+        synced = {}
+    else:
+        synced = {}
+        for key, (z, k) in report["offsets"].items():
+            t, p = key.rsplit("/", 1)
+            synced[TopicPartition(t, int(p))] = Offsets(None if z < 0 else z, None if k < 0 else k)
+    snapshot = GroupSnapshot(
+        offsets=synced,
+        zk_owners=later.zk_owners if later.old_threads else {},
+        kafka_owners=later.kafka_owners if later.old_threads else {},
+        old_threads=frozenset(later.old_threads),
+        proxied_threads=frozenset(later.proxies),
+        new_members=frozenset(later.new_members),
+        mirrored_members=frozenset(later.mirrored),
+        lag_start=lag_start,
+        lag_end=lag_end,
+    )
+    results = gates(snapshot, expected_members=args.expect_members)
+    if report is None:
+        results[0] = type(results[0])(
+            "stores equal", False, (f"no answer from an active bridge within {args.sync_timeout}s",)
+        )
+    return results, later
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    settings, zk, admin = _open(args)
+    root = settings.bridge.root
+    target = StorageMode(args.to)
+    outcome: list[dict] = []
+    try:
+        records = read_records(zk, root)
+        if args.all or args.pattern:
+            rx = re.compile(args.pattern or ".*")
+            groups = sorted(g for g in records if rx.fullmatch(g))
+        else:
+            groups = [args.group]
+        bar = tqdm(
+            groups,
+            desc=f"migrate to {target}",
+            unit="group",
+            disable=len(groups) < 2,
+            file=sys.stderr,
+        )
+        for g in bar:
+            if g not in records:
+                outcome.append(
+                    {
+                        "group": g,
+                        "ok": False,
+                        "from": None,
+                        "to": target.value,
+                        "why": "the bridge has not seen this group (is it running?)",
+                    }
+                )
+                continue
+            record, version = records[g]
+            try:
+                check_step(record.mode, target)
+            except StepRefused as exc:
+                outcome.append(
+                    {
+                        "group": g,
+                        "ok": False,
+                        "from": record.mode.value,
+                        "to": target.value,
+                        "why": str(exc),
+                    }
+                )
+                continue
+            results, _ = evaluate(zk, admin, root, g, record.mode.value, args)
+            row = {
+                "group": g,
+                "from": record.mode.value,
+                "to": target.value,
+                "gates": [asdict(r) for r in results],
+            }
+            if args.dry_run:
+                row.update(ok=all(r.ok for r in results), why="dry run: nothing changed")
+            else:
+                try:
+                    record.step(target, args.by, int(time.time() * 1000), results)
+                    write_step(zk, root, g, record, version)
+                    row.update(ok=True, why="done")
+                except StepRefused as exc:
+                    row.update(ok=False, why=f"refused: {exc}")
+                except BadVersionError:
+                    row.update(ok=False, why="the record changed meanwhile; run the step again")
+            outcome.append(row)
+    finally:
+        zk.stop()
+        admin.close()
+    if args.output == "json":
+        print(json.dumps(outcome, indent=2))
+    else:
+        for row in outcome:
+            status = "OK" if row["ok"] else "REFUSED"
+            print(f"{row['group']}: {row.get('from')} -> {row['to']}: {status} ({row['why']})")
+            for gate in row.get("gates", []):
+                mark = "pass" if gate["ok"] else "FAIL"
+                print(f"  [{mark}] {gate['name']}")
+                for detail in gate["details"][:20]:
+                    print(f"         {detail}")
+    return 0 if all(r["ok"] for r in outcome) else 1
+
+
+def register(sub, connection_options) -> None:
+    """Add ``groups``, ``describe`` and ``migrate`` to the ``zk-bridge`` parser."""
+    out = {"choices": ["table", "json"], "default": "table"}
+
+    p = sub.add_parser("groups", help="every group in either world: mode, members, state")
+    connection_options(p)
+    p.add_argument("--output", **out)
+    p.set_defaults(func=cmd_groups)
+
+    p = sub.add_parser("describe", help="per partition: both stores, log end, lag, owner")
+    connection_options(p)
+    p.add_argument("group")
+    p.add_argument("--output", **out)
+    p.set_defaults(func=cmd_describe)
+
+    p = sub.add_parser(
+        "migrate",
+        help="move a group one storage-mode step (zookeeper <-> dual <-> kafka), gated",
+        description="Each step passes only if, after a forced sync, both stores are equal on "
+        "every partition, no partition has two owners, every member is present on both "
+        "sides, and lag is not growing over --lag-window. A failed gate changes nothing.",
+    )
+    connection_options(p)
+    p.add_argument("group", nargs="?")
+    p.add_argument("--to", required=True, choices=[m.value for m in StorageMode])
+    p.add_argument("--all", action="store_true", help="every group the bridge knows")
+    p.add_argument("--pattern", help="groups whose id fully matches this regex")
+    p.add_argument("--dry-run", action="store_true", help="print the gate results only")
+    p.add_argument("--lag-window", type=float, default=5.0, metavar="SECONDS")
+    p.add_argument("--sync-timeout", type=float, default=15.0, metavar="SECONDS")
+    p.add_argument("--expect-members", type=int, help="members both worlds must show")
+    p.add_argument("--by", default="operator", help="who takes the step (kept in history)")
+    p.add_argument("--output", **out)
+    p.set_defaults(func=cmd_migrate)
