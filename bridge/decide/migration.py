@@ -237,13 +237,17 @@ def offset_nodes(
     kafka_offsets: Mapping[TopicPartition, int] | None,
     suggested: Mapping[TopicPartition, int],
     topics: AbstractSet[str],
+    kafka_writers: AbstractSet[TopicPartition] | None = frozenset(),
 ) -> OffsetPlan:
     """Reconcile one group's stores by ``mode``; forward only.
 
     ``zk_offsets`` are the offset nodes that exist (the bridge's or the consumers'),
     ``owned_offsets`` those the bridge created, ``kafka_offsets`` None when Kafka could not
     be read (then nothing goes to Kafka), ``suggested`` forward moves other decisions
-    asked for (a hand-over copying a new member's offset back).
+    asked for (a hand-over copying a new member's offset back). ``kafka_writers`` are the
+    partitions a Kafka member owns and commits itself (None: unknown, mid-rebalance): a
+    commit into Kafka is a blind write, so the bridge never races an owner's own commits
+    (ZooKeeper writes are version-checked and need no such care).
     """
     from bridge.decide.plan import Desired
 
@@ -254,7 +258,10 @@ def offset_nodes(
     for tp, value in suggested.items():
         if value > max(zk_offsets.get(tp, -1), to_zk.get(tp, -1)):
             to_zk[tp] = value
-    out = OffsetPlan(to_kafka=rec.to_kafka if kafka_offsets is not None else {}, written_zk=to_zk)
+    to_kafka = {}
+    if kafka_offsets is not None and kafka_writers is not None:
+        to_kafka = {tp: o for tp, o in rec.to_kafka.items() if tp not in kafka_writers}
+    out = OffsetPlan(to_kafka=to_kafka, written_zk=to_zk)
     for tp in set(owned_offsets) | set(to_zk):
         value = max(zk_offsets.get(tp, -1), to_zk.get(tp, -1))
         if value < 0:

@@ -37,6 +37,7 @@ from bridge.kafka.groups import (
     read_groups,
     read_offsets,
 )
+from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.metrics import METRICS
 from bridge.zookeeper.records import answer_sync, create_record, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
@@ -301,10 +302,21 @@ class GroupMirrorFlow:
                 if want.data:
                     suggested[TopicPartition(parsed.topic, parsed.partition)] = int(want.data)
             kafka = None
+            writers: set[TopicPartition] | None = None  # partitions Kafka members commit
             if view is not None and not view.error:
                 kafka = {TopicPartition(t, p): o for (t, p), o in view.offsets.items()}
+                if view.state in ("Stable", "Empty") and not (
+                    self.coexist is not None and g in self.coexist.pending
+                ):
+                    writers = {
+                        TopicPartition(t, p)
+                        for m in view.members
+                        if m.client_id != PROXY_CLIENT_ID
+                        for t, ps in (m.assignment or {}).items()
+                        for p in ps
+                    }
             plan = offset_nodes(
-                g, mode, zk_offsets, owned_offsets, kafka, suggested, set(pic.partitions)
+                g, mode, zk_offsets, owned_offsets, kafka, suggested, set(pic.partitions), writers
             )
             desired.update(plan.desired)
             if mode is not StorageMode.KAFKA or g in mixed:

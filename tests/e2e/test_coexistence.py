@@ -47,8 +47,9 @@ OLD_SETTINGS = [
 
 
 class Producer:
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
         self.topic = topic
+        self.partitions = partitions
         self.sent = 0
         self._stop = threading.Event()
         self._producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), linger_ms=5)
@@ -57,7 +58,7 @@ class Producer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            p = self.sent % PARTITIONS
+            p = self.sent % self.partitions
             self._producer.send(self.topic, f"{p}:{self.sent}".encode(), partition=p)
             self.sent += 1
             time.sleep(1 / RATE)

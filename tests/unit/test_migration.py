@@ -117,3 +117,15 @@ def test_a_failed_gate_changes_nothing_and_says_why():
     rec.step(D, "ops", 2, gates(snapshot()))
     assert rec.mode is D and rec.history[0].source == "zookeeper"
     assert GroupRecord.decode(rec.encode()).history[0].target == "dual"
+
+
+def test_no_blind_commit_into_kafka_for_partitions_a_member_commits_itself():
+    from bridge.decide.migration import offset_nodes
+
+    tp1 = TopicPartition("t", 1)
+    kw = dict(owned_offsets=set(), suggested={}, topics={"t"})
+    zk, kafka = {TP: 10, tp1: 10}, {TP: 5, tp1: 5}
+    plan = offset_nodes("g", D, zk, kafka_offsets=kafka, kafka_writers={TP}, **kw)
+    assert plan.to_kafka == {tp1: 10}  # TP's owner commits in Kafka: never raced
+    unknown = offset_nodes("g", D, zk, kafka_offsets=kafka, kafka_writers=None, **kw)
+    assert unknown.to_kafka == {}  # mid-rebalance: owners unknown, nothing blind
