@@ -153,6 +153,9 @@ class GroupMirrorFlow:
         return pic
 
     def tick(self) -> int:
+        # sync requests are answered at the end of the tick that began after them, so a
+        # report always reflects a state read after it was asked for
+        requests = self._sync_requests()
         pic = self._kafka_picture()
         kinds, views, partitions = pic.kinds, pic.views, pic.partitions
         # a group being deleted still answers for a moment, as Dead and without offsets
@@ -225,21 +228,30 @@ class GroupMirrorFlow:
             written = self._apply_per_group(desired, owned)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
-        self._answer_sync_requests()
+        self._answer_sync_requests(requests)
         return written
 
-    def _answer_sync_requests(self) -> None:
+    def _sync_requests(self) -> dict[str, tuple[bytes, int]]:
+        base = f"{self.root}/sync-requests"
+        try:
+            groups = self.zk.get_children(base)
+        except NoNodeError:
+            return {}
+        out = {}
+        for g in groups:
+            try:
+                data, stat = self.zk.get(f"{base}/{g}")
+                out[g] = (data, stat.version)
+            except NoNodeError:
+                continue
+        return out
+
+    def _answer_sync_requests(self, requests: dict[str, tuple[bytes, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
         this tick left them, so its gate judges a state the bridge actually reached."""
-        requests = f"{self.root}/sync-requests"
-        try:
-            pending = self.zk.get_children(requests)
-        except NoNodeError:
-            return
-        for g in pending:
+        for g, (req, version) in requests.items():
             if g not in self._after:
                 continue
-            req, stat = self.zk.get(f"{requests}/{g}")
             report = {
                 "request": req.decode(errors="replace"),
                 "at_ms": int(time.time() * 1000),
@@ -248,7 +260,10 @@ class GroupMirrorFlow:
                     for tp, v in sorted(self._after[g].items())
                 },
             }
-            answer_sync(self.zk, self.root, g, stat.version, report, self.writer.epoch)
+            try:
+                answer_sync(self.zk, self.root, g, version, report, self.writer.epoch)
+            except NoNodeError:
+                continue
 
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
         for group, offsets in to_kafka.items():

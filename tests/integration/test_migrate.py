@@ -139,7 +139,8 @@ def test_diverged_stores_fail_the_gate_and_name_the_partition(
         # someone else's offset node, ahead of Kafka: kafka mode never moves it back (I2)
         zk.create(f"/consumers/{group}/offsets/{topic}/1", b"500", makepath=True)
         refused = cli(stack, chroot, "migrate", group, "--to", "dual", "--lag-window", "1")
-        assert refused.returncode == 1, refused.stdout
+        report = zk.get(f"/kafka-zk-bridge/sync-results/{group}")[0]
+        assert refused.returncode == 1, refused.stdout + report.decode()
         assert "[FAIL] stores equal" in refused.stdout
         assert f"{topic}-1: zookeeper 500" in refused.stdout
         assert record(zk, group)["mode"] == "kafka"
