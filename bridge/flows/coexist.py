@@ -153,7 +153,7 @@ class Coexistence:
 
     # ---- ZooKeeper side of a mixed group ----------------------------------------------
     def read_state(
-        self, group: str, legacy_ids: list[str], owned: set[str], topics: list[str]
+        self, group: str, legacy_ids: list[str], owned: set[str], partitions: dict[str, int]
     ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
         """Old threads (thread -> topics), owners and offsets of ``group``."""
         regs = _data(self.zk, [zkpaths.consumer_id_path(group, c) for c in legacy_ids])
@@ -162,7 +162,7 @@ class Coexistence:
             cid = path.rsplit("/", 1)[1]
             try:
                 reg = zkpaths.decode_consumer_registration(data, path=path)
-                per_topic = zkpaths.registration_thread_ids(cid, reg, topics)
+                per_topic = zkpaths.registration_thread_ids(cid, reg, sorted(partitions))
             except zkpaths.ZkLayoutError as exc:
                 self.report(path, f"old consumer registration unusable: {exc}", "bad_node")
                 continue
@@ -182,6 +182,11 @@ class Coexistence:
             try:
                 parsed = zkpaths.parse_path(path)
                 tp = TopicPartition(parsed.topic, parsed.partition)
+                if tp.partition >= partitions.get(tp.topic, 0):
+                    self.report(
+                        path, "bad node left alone: a partition that does not exist", "bad_node"
+                    )
+                    continue
                 if isinstance(parsed, zkpaths.OwnerPath):
                     owners[tp] = OwnerNode(zkpaths.decode_owner(value, path=path), path in owned)
                 else:

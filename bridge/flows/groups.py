@@ -177,7 +177,7 @@ class GroupMirrorFlow:
             legacy = legacy_members(g, registered.get(g, []), owned)
             if legacy and self.coexist is not None and g not in dead:
                 mixed.add(g)
-                state, threads = self.coexist.read_state(g, legacy, owned, sorted(partitions))
+                state, threads = self.coexist.read_state(g, legacy, owned, partitions)
                 self.coexist.ensure_proxies(g, threads)
                 mixed_desired = self.coexist.decide(
                     g, views.get(g), state, partitions, self.known, now
