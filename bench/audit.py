@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -179,7 +180,8 @@ def generate(path: Path, records: int, keys: int, seed: int = 6) -> None:
         schema=RECORD_SCHEMA,
     )
     path.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path / RECORDS_PARQUET, row_group_size=1_000_000)
+    # row groups as `zk-bridge audit dump` writes them (100k records): Spark splits by them
+    pq.write_table(table, path / RECORDS_PARQUET, row_group_size=100_000)
     ends = {(t, p): int(commit.max()) + 1000 for t in topics for p in range(per_group)}
     write_log_end_offsets(path, ends)
     manifest = {
@@ -268,7 +270,10 @@ def main() -> None:
 
     t = time.perf_counter()
     spark = spark_session(args.master, conf={"spark.driver.memory": "4g"})
-    print(f"Spark session ({args.master}) started in {time.perf_counter() - t:.1f}s")
+    print(
+        f"Spark session ({args.master}) started in {time.perf_counter() - t:.1f}s; "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (other work skews)"
+    )
     # one untimed run on the smallest size first: the JVM compiles Spark's hot paths during
     # its first big job, which a long audit pays once and a benchmark should not count
     sizes = sorted(args.records)
@@ -298,6 +303,7 @@ def main() -> None:
             f"results agree: {same} ({s_out['keys']} keys, {s_out['live']} live, "
             f"{s_out['groups']} groups)"
         )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
     if len(rows) > 1:
         (n0, s0, b0), (n1, s1, b1) = rows[0], rows[-1]
         grow = n1 / n0

@@ -29,21 +29,17 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from bench.registry import summary
-from bridge.devstack.legacy import ConsumerProcess, LegacyConsumerProcess, NewConsumerProcess
+from bridge.devstack.legacy import (
+    MIGRATION_SETTINGS,
+    ConsumerProcess,
+    LegacyConsumerProcess,
+    NewConsumerProcess,
+)
 from zkpaths import legacy_range_assign
 from zkpaths.mirror_ids import parse_mirrored
 
 PARTITIONS = 12
-OLD = [
-    "--auto-offset-reset",
-    "smallest",
-    "--prop",
-    "rebalance.backoff.ms=1000",
-    "--prop",
-    "rebalance.max.retries=30",
-    "--prop",
-    "zookeeper.session.timeout.ms=6000",
-]
+OLD = MIGRATION_SETTINGS
 
 
 def legacy_view(zk: KazooClient, group: str, topic: str) -> tuple[dict, dict] | None:
@@ -180,6 +176,8 @@ def run_mode(args, topic: str, tag: str, admin, coexist: bool, procs: list, logd
             "-m",
             "bridge.cli",
             "run",
+            "--metrics-address",
+            "127.0.0.1:0",
             "--zookeeper",
             args.zookeeper + g.chroot,
             "--bootstrap-server",

@@ -550,6 +550,8 @@ def start_bridge(
                 "-m",
                 "bridge.cli",
                 "run",
+                "--metrics-address",
+                "127.0.0.1:0",
                 "--zookeeper",
                 zk_connect,
                 "--bootstrap-server",

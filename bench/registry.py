@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             "-m",
             "bridge.cli",
             "run",
+            "--metrics-address",
+            "127.0.0.1:0",
             "--zookeeper",
             args.zookeeper + chroot,
             "--bootstrap-server",

@@ -268,7 +268,7 @@ def add_audit_commands(sub) -> None:
     audit.add_argument("--groups", metavar="REGEX", help="audit only groups matching (full match)")
     audit.add_argument("--conf", action="append", metavar="KEY=VALUE", help="a Spark setting")
     audit.set_defaults(func=cmd_audit, audit_command=None)
-    actions = audit.add_subparsers(dest="audit_command", metavar="ACTION")
+    actions = audit.add_subparsers(dest="audit_command", metavar="[dump]")
     dump = actions.add_parser("dump", help="dump __consumer_offsets and log-end offsets to DIR")
     _connection_options(dump)
     dump.add_argument("--out", type=Path, metavar="DIR", required=True)

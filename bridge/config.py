@@ -7,17 +7,19 @@ is allowed, so an operator can fix the file without reading code. Secret values 
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 ENV_PREFIX = "ZK_BRIDGE__"
 
-_HOSTPORT = re.compile(r"^[A-Za-z0-9._\-\[\]:]+:\d{1,5}$")
+_HOSTPORT = re.compile(r"^(?P<host>[A-Za-z0-9._\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})$")
 
 
 class ConfigError(ValueError):
@@ -28,12 +30,30 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+def split_hostport(value: str, min_port: int = 1) -> tuple[str, int]:
+    """``HOST:PORT`` (IPv6 as ``[::1]:PORT``) into its parts; ValueError says what is wrong."""
+    m = _HOSTPORT.match(value.strip())
+    if not m:
+        raise ValueError(f"{value!r} is not HOST:PORT")
+    port = int(m["port"])
+    if not min_port <= port <= 65535:
+        raise ValueError(f"port {port} in {value!r} is outside {min_port}-65535")
+    return m["host"].strip("[]"), port
+
+
 def _check_hostports(value: str, what: str) -> str:
-    hosts = value.split(",")
-    bad = [h for h in hosts if not _HOSTPORT.match(h.strip())]
-    if not value.strip() or bad:
-        raise ValueError(f"expected {what} as HOST:PORT[,HOST:PORT...], bad part: {bad or value!r}")
-    return ",".join(h.strip() for h in hosts)
+    hosts = [h.strip() for h in value.split(",")]
+    problems = []
+    for h in hosts:
+        try:
+            split_hostport(h)
+        except ValueError as exc:
+            problems.append(str(exc))
+    if not value.strip() or problems:
+        raise ValueError(
+            f"expected {what} as HOST:PORT[,HOST:PORT...]; {'; '.join(problems) or 'empty'}"
+        )
+    return ",".join(hosts)
 
 
 class ZooKeeperSettings(_Section):
@@ -86,10 +106,17 @@ class KafkaSettings(_Section):
 
 
 class BridgeSettings(_Section):
-    root: str = Field("/kafka-zk-bridge", pattern=r"^/[^/].*[^/]$|^/[^/]$")
+    root: str = "/kafka-zk-bridge"
     id: str | None = Field(None, description="name of this bridge process in the election")
     #: every flow re-reads its whole ZooKeeper tree this often, to heal drift
     resync_interval_s: float = Field(60.0, gt=0)
+
+    @field_validator("root")
+    @classmethod
+    def _root(cls, v: str) -> str:
+        if not re.fullmatch(r"(/[^/\s]+)+", v):
+            raise ValueError("expected an absolute ZooKeeper path without a trailing '/'")
+        return v
 
 
 class RegistrySettings(_Section):
@@ -130,6 +157,27 @@ class CoexistenceSettings(_Section):
     proxy_session_timeout_ms: int = Field(30000, ge=6000, le=1800000)
 
 
+class MetricsSettings(_Section):
+    """The HTTP endpoint with ``/metrics``, ``/healthz`` and ``/readyz`` (docs/operations.md)."""
+
+    enabled: bool = True
+    #: HOST:PORT to listen on; loopback by default so nothing is exposed by accident
+    address: str = "127.0.0.1:9308"
+    #: a leader is ready while every flow succeeded within this many of its poll intervals...
+    ready_ticks: float = Field(20.0, ge=1, le=10000)
+    #: ...but never less than this many seconds (a slow tick is not a failed one)
+    ready_floor_s: float = Field(10.0, gt=0, le=3600)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        try:
+            split_hostport(v, min_port=0)
+        except ValueError as exc:
+            raise ValueError(f"expected HOST:PORT (port 0 picks a free one): {exc}") from None
+        return v.strip()
+
+
 class Settings(_Section):
     zookeeper: ZooKeeperSettings = ZooKeeperSettings()
     kafka: KafkaSettings = KafkaSettings()
@@ -137,43 +185,110 @@ class Settings(_Section):
     registry: RegistrySettings = RegistrySettings()
     groups: GroupsSettings = GroupsSettings()
     coexistence: CoexistenceSettings = CoexistenceSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
 
-def _env_overrides(environ: dict[str, str]) -> dict[str, Any]:
+Origins = dict[tuple[str, str], str]
+
+
+def _field(section: str, key: str) -> Any:
+    """The pydantic field ``section.key``, or None when there is no such field."""
+    model = Settings.model_fields.get(section)
+    if model is None or model.annotation is None:
+        return None
+    return model.annotation.model_fields.get(key)
+
+
+def _is_list(section: str, key: str) -> bool:
+    info = _field(section, key)
+    return info is not None and get_origin(info.annotation) is list
+
+
+def _env_overrides(environ: dict[str, str], origins: Origins) -> dict[str, Any]:
+    """``ZK_BRIDGE__SECTION__KEY=value`` pairs; list keys take a JSON list (``["a", "b"]``)."""
     out: dict[str, Any] = {}
-    for key, value in environ.items():
-        if not key.startswith(ENV_PREFIX):
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
             continue
-        parts = key[len(ENV_PREFIX) :].lower().split("__")
-        if len(parts) != 2:
-            raise ConfigError(f"environment variable {key}: expected {ENV_PREFIX}SECTION__KEY")
-        out.setdefault(parts[0], {})[parts[1]] = value
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(
+                f"environment variable {name}: expected {ENV_PREFIX}SECTION__KEY, "
+                f"e.g. {ENV_PREFIX}ZOOKEEPER__CONNECT; sections: {', '.join(Settings.model_fields)}"
+            )
+        parsed: Any = value
+        if _is_list(parts[0], parts[1]):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"environment variable {name}: {parts[0]}.{parts[1]} is a list, expected "
+                    f'JSON like ["a", "b"] ({exc})'
+                ) from None
+        out.setdefault(parts[0], {})[parts[1]] = parsed
+        origins[(parts[0], parts[1])] = f"environment variable {name}"
     return out
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: dict[str, Any], extra: dict[str, Any], origins: Origins, origin: str) -> None:
     for section, values in extra.items():
         if isinstance(values, dict) and isinstance(base.get(section), dict):
             base[section] = {**base[section], **values}
         else:
             base[section] = values
-    return base
+        if isinstance(values, dict) and origin:
+            origins.update({(section, key): origin for key in values})
 
 
-def _describe(err: ValidationError, source: str) -> str:
+def _shown(key: str, value: Any) -> str:
+    """The bad value as the operator wrote it, with secrets masked."""
+    if "password" in key or isinstance(value, SecretStr):
+        return "**********"
+    if isinstance(value, dict):  # a whole section: its keys only, values may be secrets
+        return "{" + ", ".join(f"{k} = ..." for k in value) + "}"
+    return repr(value)
+
+
+def _bounds(section: str, field: str) -> str:
+    """``1 <= x <= 600`` from the field's constraints, or ''."""
+    info = _field(section, field)
+    if info is None:
+        return ""
+    low = high = ""
+    for c in info.metadata:
+        if getattr(c, "ge", None) is not None:
+            low = f"{c.ge} <= "
+        if getattr(c, "gt", None) is not None:
+            low = f"{c.gt} < "
+        if getattr(c, "le", None) is not None:
+            high = f" <= {c.le}"
+        if getattr(c, "lt", None) is not None:
+            high = f" < {c.lt}"
+    return f"{low}{field}{high}" if low or high else ""
+
+
+def _describe(err: ValidationError, source: str, origins: Origins) -> str:
     lines = [f"invalid configuration ({source}):"]
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"])
-        value = e.get("input")
-        shown = "**********" if "password" in key else repr(value)
+        loc = [str(p) for p in e["loc"]]
+        key = ".".join(loc)
+        where = next(
+            (o for (sec, k), o in origins.items() if [sec, k][: len(loc)] == loc[:2]), None
+        )
+        origin = f"; from {where}" if where else ""
         if e["type"] == "extra_forbidden":
-            section = e["loc"][0] if len(e["loc"]) > 1 else None
-            model = Settings.model_fields[section].annotation if section else Settings
-            allowed = ", ".join(model.model_fields) if section and model else ""
-            allowed = allowed or ", ".join(Settings.model_fields)
-            lines.append(f"  {key}: unknown key; allowed: {allowed}")
-        else:
-            lines.append(f"  {key}: {e['msg']} (got {shown})")
+            model = Settings.model_fields[loc[0]].annotation if len(loc) > 1 else Settings
+            allowed = list(model.model_fields) if model is not None else []
+            near = difflib.get_close_matches(loc[-1], allowed, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            what = "section" if len(loc) == 1 else "key"
+            lines.append(f"  {key}: unknown {what}{hint}{origin}; allowed: {', '.join(allowed)}")
+            continue
+        msg = e["msg"].removeprefix("Value error, ").replace(" or None", " or unset")
+        if e["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            bounds = _bounds(loc[0], loc[1]) if len(loc) > 1 else ""
+            msg = f"out of range; allowed: {bounds}" if bounds else msg
+        lines.append(f"  {key}: {msg} (got {_shown(key, e.get('input'))}{origin})")
     return "\n".join(lines)
 
 
@@ -181,22 +296,28 @@ def load(
     path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
+    overrides_origin: str = "the command line",
 ) -> Settings:
     """Build the settings from file, environment and flags, in that order of precedence."""
     data: dict[str, Any] = {}
-    source = "defaults"
+    source = "no config file"
     if path is not None:
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file {p} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {p} cannot be read: {exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
         source = str(p)
-    _merge(data, _env_overrides(dict(os.environ if environ is None else environ)))
-    _merge(data, overrides or {})
+    origins: Origins = {}
+    _merge(
+        data, _env_overrides(dict(os.environ if environ is None else environ), origins), origins, ""
+    )
+    _merge(data, overrides or {}, origins, overrides_origin)
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source)) from None
+        raise ConfigError(_describe(exc, source, origins)) from None

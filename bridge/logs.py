@@ -13,6 +13,11 @@ def _context(record: logging.LogRecord) -> dict:
     return {k: v for k, v in vars(record).items() if k not in _STANDARD}
 
 
+def _one_line(text: str) -> str:
+    """Newlines escaped, so one event stays one line for grep and log shippers."""
+    return text.rstrip("\r\n").replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = " ".join(f"{k}={v}" for k, v in _context(record).items())
@@ -22,8 +27,8 @@ class TextFormatter(logging.Formatter):
         if ctx:
             line += f" [{ctx}]"
         if record.exc_info and record.levelno >= logging.ERROR:
-            line += "\n" + self.formatException(record.exc_info)
-        return line
+            line += " error=" + self.formatException(record.exc_info)
+        return _one_line(line)
 
 
 class JsonFormatter(logging.Formatter):
@@ -49,6 +54,8 @@ def setup(level: str = "INFO", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # library warnings (e.g. kazoo's "no chroot path") as log events, not stray stderr lines
+    logging.captureWarnings(True)
     # kafka-python and kazoo are chatty at INFO about every connection
     for noisy in ("kafka", "kazoo"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -127,7 +127,9 @@ class BridgeProcess:
             stdout=self._out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
-            env={**os.environ, **(env or {})},
+            # port 0: bridges of one test (or a bridge already on 9308) never collide;
+            # a test that scrapes passes --metrics-address, which wins over this
+            env={**os.environ, "ZK_BRIDGE__METRICS__ADDRESS": "127.0.0.1:0", **(env or {})},
         )
 
     def text(self) -> str:

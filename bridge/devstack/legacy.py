@@ -22,6 +22,19 @@ from bridge.devstack.stack import StackError, _java
 
 HARNESS = Path(__file__).with_name("harness") / "LegacyConsumer.java"
 
+#: old-consumer settings a migration needs (docs/coexistence.md): rebalance retries that
+#: outlast a new member's rejoin, and a ZooKeeper session no longer than the proxies'
+MIGRATION_SETTINGS = [
+    "--auto-offset-reset",
+    "smallest",
+    "--prop",
+    "rebalance.backoff.ms=1000",
+    "--prop",
+    "rebalance.max.retries=30",
+    "--prop",
+    "zookeeper.session.timeout.ms=6000",
+]
+
 
 def harness_classpath() -> str:
     """Compile the harness (once per source version) and return its full classpath."""

@@ -31,6 +31,7 @@ from kafka.protocol.consumer.metadata import (
 from kafka.structs import MemberState
 
 from bridge.decide.handover import KafkaMember
+from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ class ProxyMember(BaseCoordinator):
         raise AssertionError("proxies assign through the leader gate")
 
     async def _on_join_complete_async(self, generation, member_id, protocol, assignment_bytes):
+        METRICS.note_generation(self.group_id, generation)
         decoded = ConsumerProtocolAssignment.decode(assignment_bytes) if assignment_bytes else None
         self.assignment = {
             t: tuple(sorted(ps)) for t, ps in (decoded.assigned_partitions if decoded else [])

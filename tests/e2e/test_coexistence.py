@@ -12,38 +12,28 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import pytest
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import KafkaError
 
-from bridge.devstack.legacy import ConsumerProcess, LegacyConsumerProcess, NewConsumerProcess
+from bridge.devstack.legacy import (
+    MIGRATION_SETTINGS,
+    ConsumerProcess,
+    LegacyConsumerProcess,
+    NewConsumerProcess,
+)
 from bridge.devstack.maven import ensure_classpath
 from tests.conftest import wait_for
+from tests.e2e.fleet import COMMIT_MS, Fleet
 
 pytestmark = pytest.mark.e2e
 
 PARTITIONS = 12
 RATE = 120  # messages/s over all partitions
-COMMIT_MS = 500
 #: a gap this long in one consumer's stream of a partition ends one ownership segment
 SEGMENT_GAP_MS = 1000
-
-OLD_SETTINGS = [
-    "--auto-offset-reset",
-    "smallest",
-    "--auto-commit-interval-ms",
-    str(COMMIT_MS),
-    # the settings docs/coexistence.md asks for: retries outlast a new member's rejoin
-    "--prop",
-    "rebalance.backoff.ms=1000",
-    "--prop",
-    "rebalance.max.retries=30",
-    "--prop",
-    "zookeeper.session.timeout.ms=6000",
-]
 
 
 class Producer:
@@ -64,6 +54,8 @@ class Producer:
             time.sleep(1 / RATE)
 
     def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._thread.join(10)
         self._producer.flush()
@@ -134,79 +126,26 @@ def test_old_and_new_consumers_share_a_group_without_double_ownership(
     bridge = start_bridge()
     wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 30, what="topic mirrored")
     producer = Producer(stack.bootstrap_servers, topic)
-    consumers: dict[str, ConsumerProcess] = {}
-    live: set[str] = set()
-
-    def old(name: str, streams: int = 1) -> None:
-        consumers[name] = LegacyConsumerProcess(
-            stack.zk_connect + chroot,
-            group,
-            [topic],
-            streams=streams,
-            extra=OLD_SETTINGS,
-            log=tmp_path / f"{name}.log",
-        )
-        live.add(name)
-
-    def new(name: str) -> None:
-        consumers[name] = NewConsumerProcess(
-            stack.bootstrap_servers,
-            group,
-            [topic],
-            client_id=name,
-            extra=["--auto-commit-interval-ms", str(COMMIT_MS)],
-            log=tmp_path / f"{name}.log",
-        )
-        live.add(name)
-
-    def stop(name: str) -> None:
-        consumers[name].stop()
-        live.discard(name)
-
-    def kill(name: str) -> None:
-        consumers[name].kill()
-        live.discard(name)
-
-    def settled() -> bool:
-        """Kafka Stable with one member per live thread, and all partitions owned in ZK."""
-        try:
-            d = admin.describe_groups([group])[group]
-        except KafkaError:
-            return False
-        threads = sum(2 if n == "oldA" else 1 for n in live)
-        owners = (
-            zk.get_children(f"/consumers/{group}/owners/{topic}")
-            if zk.exists(f"/consumers/{group}/owners/{topic}")
-            else []
-        )
-        return (
-            d["group_state"] == "Stable"
-            and len(d["members"]) == threads
-            and len(owners) == PARTITIONS
-        )
-
+    fleet = Fleet(stack, chroot, zk, admin, group, topic, PARTITIONS, tmp_path)
     # the group starts from the ZooKeeper side: the first old consumer's proxy leads
     script = [
-        ("start old A (2 threads)", lambda: old("oldA", streams=2)),
-        ("start new N1", lambda: new("newN1")),
-        ("start old B", lambda: old("oldB")),
-        ("start new N2", lambda: new("newN2")),
-        ("stop new N1", lambda: stop("newN1")),
-        ("kill -9 old B", lambda: kill("oldB")),
-        ("start new N3", lambda: new("newN3")),
-        ("start old C", lambda: old("oldC")),
-        ("kill -9 new N2", lambda: kill("newN2")),
-        ("stop old C", lambda: stop("oldC")),
-        ("start new N4", lambda: new("newN4")),
-        ("stop new N3", lambda: stop("newN3")),
+        ("start old A (2 threads)", lambda: fleet.old("oldA", streams=2)),
+        ("start new N1", lambda: fleet.new("newN1")),
+        ("start old B", lambda: fleet.old("oldB")),
+        ("start new N2", lambda: fleet.new("newN2")),
+        ("stop new N1", lambda: fleet.stop("newN1")),
+        ("kill -9 old B", lambda: fleet.kill("oldB")),
+        ("start new N3", lambda: fleet.new("newN3")),
+        ("start old C", lambda: fleet.old("oldC")),
+        ("kill -9 new N2", lambda: fleet.kill("newN2")),
+        ("stop old C", lambda: fleet.stop("oldC")),
+        ("start new N4", lambda: fleet.new("newN4")),
+        ("stop new N3", lambda: fleet.stop("newN3")),
     ]
     timeline = []
     try:
         for label, action in script:
-            action()
-            t0 = time.monotonic()
-            wait_for(settled, 90, 0.2, f"group settled after '{label}'")
-            timeline.append((label, round(time.monotonic() - t0, 1)))
+            timeline.append((label, round(fleet.change(label, action), 1)))
             time.sleep(3)  # steady consumption between changes
 
         # one group, two views: Kafka's own tool lists the old threads as members
@@ -214,40 +153,33 @@ def test_old_and_new_consumers_share_a_group_without_double_ownership(
         assert "zk-bridge-proxy" in described, described
 
         producer.stop()
-        ends = {
-            tp.partition: off.offset
-            for tp, off in admin.list_partition_offsets(
-                {TopicPartition(topic, p): -1 for p in range(PARTITIONS)}
-            ).items()
-        }
-
-        def all_consumed() -> bool:
-            seen = {(m.partition, m.offset) for c in consumers.values() for m in c.messages}
-            return all((p, o) in seen for p, end in ends.items() for o in range(end))
-
-        wait_for(all_consumed, 120, 0.5, "every produced message consumed")
+        ends = log_ends(admin, topic, PARTITIONS)
+        wait_for(lambda: fleet.consumed_everything(ends), 120, 0.5, "every message consumed")
     finally:
-        producer.stop() if not producer._stop.is_set() else None
-        for name in list(live):
-            consumers[name].stop()
+        producer.stop()
+        fleet.stop_all()
 
-    messages = [(m.partition, m.offset) for c in consumers.values() for m in c.messages]
-    counts = Counter(messages)
+    counts = fleet.counts()
     total = sum(ends.values())
     duplicates = sum(n - 1 for n in counts.values())
-    double = overlaps(ownership_segments(consumers))
+    double = overlaps(ownership_segments(fleet.consumers))
     print(f"\nmembership changes: {len(script)}; settle times (s): {timeline}")
     print(
-        f"produced {total}, consumed {len(messages)}, distinct {len(counts)}, "
+        f"produced {total}, consumed {sum(counts.values())}, distinct {len(counts)}, "
         f"duplicates {duplicates}, double-ownership intervals {len(double)}"
     )
-    assert len(counts) >= total and all(counts[(p, o)] for p, e in ends.items() for o in range(e))
+    assert fleet.consumed_everything(ends)
     assert double == [], f"partitions fetched by two members at once: {double[:5]}"
     # at-least-once window: each hand-over may replay what was consumed since the last
     # commit (commit interval plus a rebalance's worth of in-flight messages)
     window = len(script) * RATE * (COMMIT_MS / 1000 + 1.0)
     assert duplicates <= window, f"{duplicates} duplicates exceed the window of {window:.0f}"
     assert "Traceback" not in bridge.text()
+
+
+def log_ends(admin, topic: str, partitions: int) -> dict[int, int]:
+    got = admin.list_partition_offsets({TopicPartition(topic, p): -1 for p in range(partitions)})
+    return {tp.partition: off.offset for tp, off in got.items()}
 
 
 def test_the_i1_check_sees_double_ownership_without_coexistence(
@@ -263,7 +195,11 @@ def test_the_i1_check_sees_double_ownership_without_coexistence(
     producer = Producer(stack.bootstrap_servers, topic)
     consumers: dict[str, ConsumerProcess] = {
         "oldA": LegacyConsumerProcess(
-            stack.zk_connect + chroot, group, [topic], extra=OLD_SETTINGS, log=tmp_path / "oldA.log"
+            stack.zk_connect + chroot,
+            group,
+            [topic],
+            extra=MIGRATION_SETTINGS,
+            log=tmp_path / "oldA.log",
         ),
         "newN1": NewConsumerProcess(
             stack.bootstrap_servers, group, [topic], client_id="newN1", log=tmp_path / "newN1.log"

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 
 import pytest
-from kafka import KafkaAdminClient, TopicPartition
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-from bridge.devstack.legacy import ConsumerProcess, LegacyConsumerProcess, NewConsumerProcess
 from tests.conftest import wait_for
-from tests.e2e.test_coexistence import COMMIT_MS, OLD_SETTINGS, RATE, Producer
+from tests.e2e.fleet import COMMIT_MS, Fleet
+from tests.e2e.test_coexistence import RATE, Producer, log_ends
 from tests.integration.test_migrate import cli
 
 pytestmark = pytest.mark.e2e
@@ -91,96 +90,47 @@ def test_migrate_to_kafka_and_roll_back_with_nothing_lost(
     zk.ensure_path(f"/consumers/{group}/offsets/{topic}")
     watcher = OffsetWatcher(zk, stack.bootstrap_servers, group, topic)
     producer = Producer(stack.bootstrap_servers, topic, partitions=PARTITIONS)
-    consumers: dict[str, ConsumerProcess] = {}
-    live: set[str] = set()
-    steps: list[str] = []
-
-    def old(name: str) -> None:
-        consumers[name] = LegacyConsumerProcess(
-            stack.zk_connect + chroot,
-            group,
-            [topic],
-            extra=OLD_SETTINGS,
-            log=tmp_path / f"{name}.log",
-        )
-        live.add(name)
-
-    def new(name: str) -> None:
-        consumers[name] = NewConsumerProcess(
-            stack.bootstrap_servers,
-            group,
-            [topic],
-            client_id=name,
-            extra=["--auto-commit-interval-ms", str(COMMIT_MS)],
-            log=tmp_path / f"{name}.log",
-        )
-        live.add(name)
-
-    def stop(name: str) -> None:
-        consumers[name].stop()
-        live.discard(name)
-
-    def settled() -> bool:
-        try:
-            d = admin.describe_groups([group])[group]
-        except KafkaError:
-            return False
-        owners = f"/consumers/{group}/owners/{topic}"
-        n = len(zk.get_children(owners)) if zk.exists(owners) else 0
-        return d["group_state"] == "Stable" and len(d["members"]) == len(live) and (n == PARTITIONS)
+    fleet = Fleet(stack, chroot, zk, admin, group, topic, PARTITIONS, tmp_path)
 
     def change(label: str, action) -> None:
-        action()
-        wait_for(settled, 90, 0.2, f"group settled after '{label}'")
-        steps.append(label)
+        fleet.change(label, action)
         time.sleep(2)
 
     def migrate(to: str) -> None:
         result = cli(stack, chroot, "migrate", group, "--to", to, "--lag-window", "3")
         assert result.returncode == 0, f"migrate --to {to}:\n{result.stdout}{result.stderr}"
-        steps.append(f"migrate -> {to}")
+        fleet.steps.append(f"migrate -> {to}")
 
     try:
-        change("old consumer A", lambda: old("oldA"))
-        change("old consumer B", lambda: old("oldB"))
+        change("old consumer A", lambda: fleet.old("oldA"))
+        change("old consumer B", lambda: fleet.old("oldB"))
         wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 30)
         assert b'"mode":"zookeeper"' in zk.get(f"/kafka-zk-bridge/groups/{group}")[0]
         time.sleep(3)
         migrate("dual")
-        change("new consumer N1", lambda: new("newN1"))
-        change("stop old A", lambda: stop("oldA"))
-        change("new consumer N2", lambda: new("newN2"))
-        change("stop old B", lambda: stop("oldB"))
+        change("new consumer N1", lambda: fleet.new("newN1"))
+        change("stop old A", lambda: fleet.stop("oldA"))
+        change("new consumer N2", lambda: fleet.new("newN2"))
+        change("stop old B", lambda: fleet.stop("oldB"))
         migrate("kafka")
         # and back: the rollback runbook
         migrate("dual")
-        change("old consumer C", lambda: old("oldC"))
-        change("stop new N1", lambda: stop("newN1"))
-        change("old consumer D", lambda: old("oldD"))
-        change("stop new N2", lambda: stop("newN2"))
+        change("old consumer C", lambda: fleet.old("oldC"))
+        change("stop new N1", lambda: fleet.stop("newN1"))
+        change("old consumer D", lambda: fleet.old("oldD"))
+        change("stop new N2", lambda: fleet.stop("newN2"))
         migrate("zookeeper")
 
         producer.stop()
-        ends = {
-            tp.partition: off.offset
-            for tp, off in admin.list_partition_offsets(
-                {TopicPartition(topic, p): -1 for p in range(PARTITIONS)}
-            ).items()
-        }
-
-        def all_consumed() -> bool:
-            seen = {(m.partition, m.offset) for c in consumers.values() for m in c.messages}
-            return all((p, o) in seen for p, end in ends.items() for o in range(end))
-
-        wait_for(all_consumed, 120, 0.5, "every produced message consumed")
+        ends = log_ends(admin, topic, PARTITIONS)
+        wait_for(lambda: fleet.consumed_everything(ends), 120, 0.5, "every message consumed")
     finally:
-        if not producer._stop.is_set():
-            producer.stop()
-        for name in list(live):
-            consumers[name].stop()
+        producer.stop()
+        fleet.stop_all()
         watcher.stop()
 
-    counts = Counter((m.partition, m.offset) for c in consumers.values() for m in c.messages)
+    steps = fleet.steps
+    counts = fleet.counts()
     duplicates = sum(n - 1 for n in counts.values())
     regressions = watcher.regressions()
     total = sum(ends.values())

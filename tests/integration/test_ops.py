@@ -1,0 +1,160 @@
+"""Operating the bridge on the real stack: the metrics endpoint is scraped while real bridges
+run, readiness follows a leadership change after ``kill -9``, and secrets stay out of logs."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from kafka.admin import NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.integration
+
+SESSION_TIMEOUT_S = 4
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(port: int, path: str) -> tuple[int, str] | None:
+    """(status, body) of one request, or None while nothing listens yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
+def ready(port: int) -> tuple[int, dict] | None:
+    answer = get(port, "/readyz")
+    return None if answer is None else (answer[0], json.loads(answer[1]))
+
+
+def metric(port: int, name: str, **labels: str) -> float | None:
+    """One sample from a fresh scrape of /metrics."""
+    answer = get(port, "/metrics")
+    assert answer is not None and answer[0] == 200
+    for family in text_string_to_metric_families(answer[1]):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return None
+
+
+def test_metrics_move_and_readiness_follows_leadership(stack, zk, admin, start_bridge, topic_name):
+    env = {"ZK_BRIDGE__ZOOKEEPER__SESSION_TIMEOUT_S": str(SESSION_TIMEOUT_S)}
+    p1, p2 = free_port(), free_port()
+    first = start_bridge("--metrics-address", f"127.0.0.1:{p1}", env=env)
+    wait_for(lambda: get(p1, "/healthz") == (200, "ok\n"), 30, 0.1, "first bridge /healthz")
+    code, body = wait_for(
+        lambda: (r := ready(p1)) and r[1]["state"] == "leader" and r[0] == 200 and r,
+        30,
+        0.1,
+        "first bridge ready as leader",
+    )
+    assert body["state"] == "leader" and set(body["flows"]) == {"registry", "groups"}
+    assert metric(p1, "zkbridge_leader") == 1
+    assert metric(p1, "zkbridge_epoch") == 1
+    assert metric(p1, "zkbridge_build_info") == 1
+
+    # a topic created on the Kafka side moves the registry flow's counters
+    wait_for(lambda: zk.exists("/brokers/ids/3"), 30, what="brokers mirrored")
+    writes = metric(p1, "zkbridge_znode_writes_total", flow="registry")
+    lags = metric(p1, "zkbridge_mirror_lag_seconds_count", flow="registry")
+    batches = metric(p1, "zkbridge_batch_ops_count")
+    last_ok = metric(p1, "zkbridge_flow_last_success_timestamp_seconds", flow="registry")
+    topic = topic_name("ops")
+    admin.create_topics([NewTopic(topic, 4, 2)])
+    try:
+        wait_for(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/3/state"), 30, 0.1, topic)
+        after = metric(p1, "zkbridge_znode_writes_total", flow="registry")
+        # the topic node, its partitions node, 4 partition nodes and 4 state nodes at least
+        assert after >= writes + 10, (writes, after)
+        assert metric(p1, "zkbridge_mirror_lag_seconds_count", flow="registry") > lags
+        assert metric(p1, "zkbridge_batch_ops_count") > batches
+        assert metric(p1, "zkbridge_flow_last_success_timestamp_seconds", flow="registry") > last_ok
+        lag_sum = metric(p1, "zkbridge_mirror_lag_seconds_sum", flow="registry")
+        assert 0 < lag_sum < 60
+    finally:
+        admin.delete_topics([topic])
+
+    # a second bridge on the same chroot is a healthy standby
+    second = start_bridge("--metrics-address", f"127.0.0.1:{p2}", env=env)
+    code, body = wait_for(lambda: ready(p2), 30, 0.1, "second bridge answering")
+    wait_for(lambda: (r := ready(p2)) and r[1]["state"] == "standby", 30, 0.1, "standby state")
+    code, body = ready(p2)
+    assert code == 200 and body["ready"] and body["reason"].startswith("standby")
+    assert metric(p2, "zkbridge_leader") == 0
+    assert "claimed bridge epoch" not in second.text()
+    assert ready(p1)[0] == 200 and metric(p1, "zkbridge_leader") == 1  # the leader stays
+
+    # kill -9 the leader: the standby takes over within the session timeout plus a little
+    first.proc.kill()
+    killed_at = time.monotonic()
+    seen: list[tuple[int, str]] = []
+
+    def leading() -> bool:
+        r = ready(p2)
+        if r is not None and (not seen or seen[-1] != (r[0], r[1]["state"])):
+            seen.append((r[0], r[1]["state"]))
+        return r is not None and r[0] == 200 and r[1]["state"] == "leader"
+
+    wait_for(leading, SESSION_TIMEOUT_S + 15, 0.05, "standby ready as leader")
+    took = time.monotonic() - killed_at
+    print(f"\nstandby ready as leader {took:.1f}s after kill -9; /readyz went {seen}")
+    assert took < SESSION_TIMEOUT_S + 10
+    assert seen[0] == (200, "standby") and seen[-1] == (200, "leader")
+    assert metric(p2, "zkbridge_leader") == 1
+    assert metric(p2, "zkbridge_epoch") == 2
+    wait_for(lambda: zk.exists("/brokers/ids/1"), 15, what="registry re-created by the successor")
+    assert "Traceback" not in second.text()
+
+
+def test_a_bridge_that_cannot_reach_kafka_is_alive_not_ready_and_keeps_secrets(stack, start_bridge):
+    kafka_secret, zk_secret = "s3cr3t-value", "zk-digest-s3cr3t"
+    env = {
+        # SASL against the stack's PLAINTEXT listeners: every Kafka connection attempt fails
+        "ZK_BRIDGE__KAFKA__SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "ZK_BRIDGE__KAFKA__SASL_MECHANISM": "PLAIN",
+        "ZK_BRIDGE__KAFKA__SASL_USERNAME": "bridge",
+        "ZK_BRIDGE__KAFKA__SASL_PASSWORD": kafka_secret,
+        "ZK_BRIDGE__KAFKA__REQUEST_TIMEOUT_MS": "2000",
+        # digest credentials are added to the ZooKeeper session, which still works
+        "ZK_BRIDGE__ZOOKEEPER__AUTH_SCHEME": "digest",
+        "ZK_BRIDGE__ZOOKEEPER__USERNAME": "bridge",
+        "ZK_BRIDGE__ZOOKEEPER__PASSWORD": zk_secret,
+    }
+    port = free_port()
+    bridge = start_bridge("--metrics-address", f"127.0.0.1:{port}", env=env)
+    wait_for(lambda: get(port, "/healthz") == (200, "ok\n"), 30, 0.1, "/healthz while connecting")
+    code, body = ready(port)
+    assert code == 503 and body["state"] == "connecting" and not body["ready"]
+    assert bridge.proc.wait(180) == 3
+    log = bridge.text()
+    assert "Kafka at " in log and "did not answer after 5 attempts" in log, log[-3000:]
+    assert kafka_secret not in log and zk_secret not in log
+    assert "Traceback" not in log
+
+
+def test_a_busy_metrics_address_stops_the_bridge_with_a_clear_message(stack, start_bridge):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        address = f"127.0.0.1:{busy.getsockname()[1]}"
+        bridge = start_bridge("--metrics-address", address)
+        assert bridge.proc.wait(60) == 2
+    log = bridge.text()
+    assert f"cannot serve metrics on {address}: Address already in use" in log
+    assert "Traceback" not in log
