@@ -113,6 +113,9 @@ def cmd_config_check(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+
     from bridge.audit import snapshot
     from bridge.connect import Unreachable, connect_zookeeper
 
@@ -130,6 +133,9 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     except (snapshot.SnapshotError, OSError) as exc:
         print(f"snapshot: {exc}", file=sys.stderr)
         return 2
+    except (KazooException, KazooTimeoutError) as exc:
+        print(f"snapshot: reading ZooKeeper failed: {type(exc).__name__} {exc}", file=sys.stderr)
+        return 3
     finally:
         client.stop()
         client.close()
@@ -167,7 +173,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     bootstrap = args.bootstrap_server or (settings.kafka.bootstrap_servers if args.config else None)
     client = {k: v for k, v in settings.kafka.client_options().items() if k != "bootstrap_servers"}
     if args.audit_command == "dump":
-        return _audit_dump(args, bootstrap, client)
+        return _audit_dump(args, settings, bootstrap, client)
     missing = [f for f in ("snapshot", "out") if getattr(args, f) is None]
     if missing:
         print(f"audit: --{' and --'.join(missing)} required", file=sys.stderr)
@@ -204,7 +210,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit_dump(args: argparse.Namespace, bootstrap: str | None, client: dict) -> int:
+def _audit_dump(args: argparse.Namespace, settings, bootstrap: str | None, client: dict) -> int:
     from kafka.errors import KafkaError
 
     from bridge.audit import dump
@@ -213,7 +219,6 @@ def _audit_dump(args: argparse.Namespace, bootstrap: str | None, client: dict) -
     if not bootstrap or args.out is None:
         print("audit dump: --bootstrap-server and --out are required", file=sys.stderr)
         return 2
-    settings = _settings(args)
     try:
         admin = connect_kafka(settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}), 2)
     except Unreachable as exc:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the bridge, its local stack and its tests need, idempotently:
-# a JDK and Maven (Debian packages, when missing), the project in .venv, and the
-# Kafka/ZooKeeper jars (Maven Central, cached in ~/.cache/kafka-zk-bridge).
+# a JDK, Maven and Chromium (Debian packages, when missing), the project in .venv with its
+# test and audit (PySpark) extras, and the Kafka/ZooKeeper/Spark-Kafka jars (Maven Central,
+# cached in ~/.cache/kafka-zk-bridge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need_apt+=(maven)
-if [ "${KZB_WITH_CHROMIUM:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+# chromium renders the audit report in its test; KZB_WITH_CHROMIUM=0 skips installing it
+if [ "${KZB_WITH_CHROMIUM:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   need_apt+=(chromium)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -23,10 +25,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
-# Kafka 3.9 + ZooKeeper server, and the 0.10.2.2 legacy consumer for end-to-end tests
+.venv/bin/python -m pip install -q -e '.[test,audit]'
+# Kafka 3.9 + ZooKeeper server, the 0.10.2.2 legacy consumer for end-to-end tests, and
+# Spark's Kafka source for the audit pipeline
 .venv/bin/python -c "
 from bridge.devstack.maven import ensure_classpath
-for name in ('kafka', 'legacy'):
+for name in ('kafka', 'legacy', 'spark'):
     ensure_classpath(name)
 "

@@ -114,7 +114,7 @@ def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[tuple[st
     """
     from kafka import TopicPartition
     from kafka.admin import OffsetSpec
-    from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+    from kafka.errors import KafkaError, UnknownBrokerIdError
 
     if topics is None:
         names = [t for t in admin.list_topics() if not t.startswith("__")]
@@ -134,13 +134,12 @@ def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[tuple[st
         try:
             got = admin.list_partition_offsets(specs)
             return {(tp.topic, tp.partition): ot.offset for tp, ot in got.items()}
-        except UnknownTopicOrPartitionError:
-            # a just-created or just-moved partition whose leader a broker does not know yet
-            if attempt == 9:
+        except KafkaError as exc:
+            # a young cluster or topic: a leader the metadata does not name yet, a broker
+            # the client has not heard of; anything else is for the caller
+            if not (exc.retriable or isinstance(exc, UnknownBrokerIdError)) or attempt == 9:
                 raise
             time.sleep(0.2 * (attempt + 1))
-        except KafkaError:
-            raise
     return {}
 
 

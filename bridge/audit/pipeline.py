@@ -4,10 +4,12 @@ Stages (each logs a line when it starts and when it is done):
 
 1. **decode and compact** - the topic is read as a batch (Spark's Kafka source, or a dump).
    Records are first grouped by their raw key bytes and value version prefix - Spark only
-   compares bytes here, natively - keeping the count, first/last timestamp and the latest
-   record (highest offset) of each. Only those latest records go through the one decoder
-   (:mod:`bridge.audit.records`, in a ``mapInArrow`` worker), so the Python cost grows with
-   the number of distinct keys, not with the billions of commits. Then the decoded rows are
+   compares bytes here, natively, with fixed-width aggregates - keeping the count,
+   first/last timestamp and the position of the latest record of each; a join then fetches
+   those latest records. Only they go through the one decoder (:mod:`bridge.audit.records`,
+   in a ``mapInArrow`` worker), so the Python cost grows with the number of distinct keys,
+   not with the billions of commits. A Kafka source is read once and kept (spilling to
+   disk) for the later passes. Then the decoded rows are
    compacted to the latest record per (group, topic, partition) and per group, as the group
    coordinator would load them: a tombstone last means deleted. Every record is counted by
    key and value version; versions the decoder does not know are counted, never fatal.
@@ -24,12 +26,14 @@ Stages (each logs a line when it starts and when it is done):
 
 from __future__ import annotations
 
+import atexit
 import glob
 import json
 import logging
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -46,7 +50,6 @@ from bridge.audit.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
-    UnknownValue,
     decode_key,
     decode_value,
     summarize_group,
@@ -60,7 +63,6 @@ log = logging.getLogger("bridge.audit")
 
 SPARK_POM = Path(__file__).resolve().parents[1] / "devstack" / "maven" / "spark" / "pom.xml"
 DEFAULT_MASTER = "local[2]"
-TABLES = ("partitions", "groups", "record_versions", "activity")
 
 #: key and value kinds of the decoded table (besides the record kinds of records.py)
 TOMBSTONE = "tombstone"
@@ -100,12 +102,23 @@ def kafka_source_jars() -> list[str]:
 def _code_zip() -> str:
     """``bridge`` and ``zkpaths`` zipped, for executors of a real cluster to import."""
     root = Path(__file__).resolve().parents[2]
-    path = Path(tempfile.mkdtemp(prefix="kzb-audit-")) / "kafka_zk_bridge.zip"
+    tmp = tempfile.mkdtemp(prefix="kzb-audit-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    path = Path(tmp) / "kafka_zk_bridge.zip"
     with zipfile.ZipFile(path, "w") as z:
         for pkg in ("bridge", "zkpaths"):
             for f in (root / pkg).rglob("*.py"):
                 z.write(f, f.relative_to(root))
     return str(path)
+
+
+def active_session():
+    """The Spark session already running in this process, if any (pyspark may be absent)."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
 
 
 def spark_session(
@@ -132,7 +145,8 @@ def spark_session(
             f"pyspark {pyspark.__version__} is installed but the Kafka source jars are for "
             f"Spark {expected} ({SPARK_POM}); install pyspark=={expected}"
         )
-    local = master.startswith("local")
+    # local-cluster[...] runs executors in processes of their own: treated like a cluster
+    local = master == "local" or master.startswith("local[")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -182,13 +196,15 @@ def kafka_options(
     """
     client = client or {}
     topic = dumpmod.OFFSETS_TOPIC
+    held = sorted((p for p in ranges["end"] if ranges["end"][p] > ranges["start"][p]), key=int)
     opts = {
         "kafka.bootstrap.servers": bootstrap_servers,
         # assign, not subscribe: a subscribing driver consumer joins a group of its own,
         # which would add a spark-kafka-relation-* group to the very topic being audited
-        "assign": json.dumps({topic: sorted(ranges["partitions"])}),
-        "startingOffsets": json.dumps({topic: ranges["start"]}),
-        "endingOffsets": json.dumps({topic: ranges["end"]}),
+        # partitions holding no records are left out: each would cost a task and a consumer
+        "assign": json.dumps({topic: [int(p) for p in held]}),
+        "startingOffsets": json.dumps({topic: {p: ranges["start"][p] for p in held}}),
+        "endingOffsets": json.dumps({topic: {p: ranges["end"][p] for p in held}}),
         # an aborted transactional offset commit never took effect
         "kafka.isolation.level": "read_committed",
         # compaction removes records between listing offsets and reading them
@@ -317,8 +333,6 @@ def decode_row(key: bytes, vhead: bytes | None, latest_value: bytes | None) -> d
         }
         if s.bad_members:
             out["error"] = "; ".join(s.bad_members)[:2000]
-    elif isinstance(v, UnknownValue):  # pragma: no cover - value_kind said known
-        out["value_kind"] = "unknown"
     return out
 
 
@@ -400,7 +414,7 @@ def aggregate_raw(src):
 
 
 def decode_and_aggregate(src, raw=None):
-    """Stage 1b: fetch each group's latest record by position and decode it (mapInArrow).
+    """Stage 1b: fetch each key's latest record by position and decode it (mapInArrow).
 
     ``raw`` is :func:`aggregate_raw` of ``src``, when the caller has it materialized (its
     size picks the join: broadcast when small).
@@ -421,14 +435,15 @@ def decode_and_aggregate(src, raw=None):
     orders = raw.select("latest_order")
     small = raw.count() < BROADCAST_KEYS
     found = latest.join(F.broadcast(orders) if small else orders.hint("merge"), "latest_order")
-    # a record compacted away between the two reads of a live topic leaves its row without
-    # a latest value; decode_row reports it
+    # defensive: were a record gone between the two reads (a Kafka source is persisted, a
+    # dump does not change, so it is not), its row would have no latest value; reported
+    # as undecodable rather than read as a tombstone
     rows = raw.join(found, "latest_order", "left")
     return rows.mapInArrow(_decode_batches, DECODED_SCHEMA)
 
 
 def compact_offsets(decoded):
-    """Stage 1b: the latest offset commit per (group, topic, partition); tombstone = deleted."""
+    """Stage 1c: the latest offset commit per (group, topic, partition); tombstone = deleted."""
     from pyspark.sql import functions as F
 
     oc = decoded.where(F.col("key_kind") == "offset_commit")
@@ -480,7 +495,7 @@ def compact_offsets(decoded):
 
 
 def compact_groups(decoded):
-    """Stage 1c: each group's last metadata record (members, protocol); tombstone = removed."""
+    """Stage 1d: each group's last metadata record (members, protocol); tombstone = removed."""
     from pyspark.sql import functions as F
 
     gm = decoded.where(F.col("key_kind") == "group_metadata")
@@ -667,7 +682,7 @@ def facts_from_rows(rows: list[dict[str, Any]]) -> GroupFacts:
     writable = _none(first.get("zk_writable"))
     return GroupFacts(
         group=first["group"],
-        partitions=tuple(parts),
+        partitions=tuple(sorted(parts, key=lambda p: (p.topic, p.partition))),
         zk_bad_nodes=bad_nodes,
         zk_writable=None if writable is None else bool(writable),
         zk_not_writable=_none(first.get("zk_not_writable")),
@@ -760,7 +775,9 @@ def _check_kafka(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
     opts.setdefault("request_timeout_ms", 10000)
     try:
         admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap.split(","), bootstrap_timeout_ms=10000, **opts
+            bootstrap_servers=bootstrap.split(","),
+            bootstrap_timeout_ms=opts["request_timeout_ms"],
+            **opts,
         )
     except KafkaError as exc:
         raise AuditError(
@@ -806,6 +823,7 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     ``info`` is what :func:`check_inputs` returned, when the caller checked before starting
     Spark; otherwise the inputs are checked here.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from bridge.audit import report
@@ -824,14 +842,17 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     if cfg.dump is not None:
         src = dump_source(spark, cfg.dump)
     else:
+        # read once: the job passes over the records three times, and a broker is no place
+        # to re-read a large topic from (spills to local disk when it does not fit)
         src = kafka_source(spark, cfg.bootstrap_servers, info["kafka"], cfg.client_options)
+        src = src.persist(StorageLevel.MEMORY_AND_DISK)
     raw = aggregate_raw(src).cache()
     decoded = decode_and_aggregate(src, raw).cache()
-    totals = decoded.agg(F.sum("records").alias("records"), F.count(F.lit(1)).alias("keys")).first()
-    records, keys = int(totals["records"] or 0), int(totals["keys"] or 0)
+    versions = [r.asDict() for r in record_versions(decoded).collect()]
+    records = sum(v["records"] for v in versions)
+    keys = raw.count()  # cached, and counted once already
     if records == 0:
         raise AuditError(f"{dumpmod.OFFSETS_TOPIC} ({where}) holds no records", 4)
-    versions = [r.asDict() for r in record_versions(decoded).collect()]
     unknown = sum(v["records"] for v in versions if not v["known"])
     kafka_offsets = compact_offsets(decoded)
     kafka_groups = compact_groups(decoded)
@@ -851,7 +872,12 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     if group_filter is not None:
         zk_offsets, zk_facts = zk_offsets.where(group_filter), zk_facts.where(group_filter)
     zk_offsets, zk_facts = zk_offsets.cache(), zk_facts.cache()
-    stages.done(f"{zk_facts.count()} groups, {zk_offsets.count()} offset nodes")
+    taken = info["snapshot"]
+    counts = taken.get("counts", {})
+    stages.done(
+        f"{taken.get('groups', '?')} groups, {counts.get('offset', '?')} offset nodes, "
+        f"{taken.get('bad_nodes', '?')} bad nodes (the whole snapshot)"
+    )
 
     # 3 --------------------------------------------------------------------------------------
     stages.start("log-end offsets")
@@ -950,6 +976,10 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     by_verdict: dict[str, int] = {}
     for g in groups:
         by_verdict[g["verdict"]] = by_verdict.get(g["verdict"], 0) + 1
+    # the report shows the most urgent groups; only their rows come back to the driver
+    shown = None
+    if len(groups) > cfg.report_groups:
+        shown = [g["group"] for g in report.urgent_first(groups)[: cfg.report_groups]]
     stages.done(f"{len(groups)} groups: " + ", ".join(f"{n} {v}" for v, n in by_verdict.items()))
 
     # 5 --------------------------------------------------------------------------------------
@@ -979,13 +1009,13 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
             .orderBy("group", "bucket_start_ms")
         )
         _write(act, out / "activity")
-        activity = [r.asDict() for r in spark.read.parquet(str(out / "activity")).collect()]
+        activity = [r.asDict() for r in _read(spark, out / "activity", shown)]
     stages.done(f"{len(activity)} (group, time bucket) cells, bucket {bucket_ms / 1000:.0f}s")
 
     # 6 --------------------------------------------------------------------------------------
     stages.start("write tables and report", str(out))
     _write(spark.createDataFrame(versions, _VERSIONS_SCHEMA), out / "record_versions")
-    partitions = [r.asDict() for r in spark.read.parquet(str(out / "partitions")).collect()]
+    partitions = [r.asDict() for r in _read(spark, out / "partitions", shown)]
     summary = {
         "source": where,
         "snapshot": str(cfg.snapshot),
@@ -996,7 +1026,7 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
         "record_versions": versions,
         "groups": len(groups),
         "verdicts": by_verdict,
-        "partitions": len(partitions),
+        "partitions": sum(g["partitions"] for g in groups),
         "log_end_offsets_known": ends_known,
         "activity_bucket_ms": bucket_ms,
         "inputs": info,
@@ -1007,7 +1037,7 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     summary["timings_s"] = stages.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     stages.done(f"report {out / 'report.html'} ({len(html) // 1024} KiB)")
-    for df in (raw, decoded, kafka_offsets, zk_offsets, zk_facts, parts):
+    for df in (src, raw, decoded, kafka_offsets, zk_offsets, zk_facts, parts):
         df.unpersist()
     return AuditResult(out, summary, groups, partitions, versions, activity)
 
@@ -1020,6 +1050,14 @@ _VERSIONS_SCHEMA = (
 
 def _write(df, path: Path) -> None:
     df.coalesce(1).write.mode("overwrite").parquet(str(path))
+
+
+def _read(spark, path: Path, groups: list[str] | None) -> list[Any]:
+    """Rows of a written table, only those of ``groups`` when given."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(str(path))
+    return (df if groups is None else df.where(F.col("group").isin(groups))).collect()
 
 
 def _log_end_offsets(bootstrap: str, client: dict[str, Any], topics: list[str]):

@@ -275,6 +275,11 @@ def _partition_table(parts: Sequence[dict[str, Any]]) -> str:
     return "<table>" + head + "".join(rows) + "</table>"
 
 
+def urgent_first(groups: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Blocked first, then roll back, migrate, finalize; by name within each."""
+    return sorted(groups, key=lambda g: (ORDER.get(g["verdict"], 9), g["group"]))
+
+
 def render(
     summary: dict[str, Any],
     groups: Sequence[dict[str, Any]],
@@ -284,7 +289,7 @@ def render(
     limit: int = 2000,
 ) -> str:
     """The whole report as one HTML string."""
-    ordered = sorted(groups, key=lambda g: (ORDER.get(g["verdict"], 9), g["group"]))
+    ordered = urgent_first(groups)
     shown = ordered[:limit]
     left_out = len(ordered) - len(shown)
     by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)

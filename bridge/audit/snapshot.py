@@ -220,14 +220,25 @@ def take(
     started = int(time.time() * 1000)
     rows: list[NodeRow] = []
 
+    def unreadable(path: str, what: str) -> None:
+        row = _classify(path)
+        row.error = f"{path}: this identity may not {what} it (ZooKeeper ACL)"
+        rows.append(row)
+
     def children(paths: list[str]) -> dict[str, list[str]]:
         got = batch.run("get_children", paths)
+        for p, c in zip(paths, got, strict=True):
+            if isinstance(c, NoAuthError):
+                unreadable(p, "list")
         return {p: sorted(c) for p, c in zip(paths, got, strict=True) if isinstance(c, list)}
 
     def read(paths: list[str], acl: bool = False) -> None:
         data = batch.run("get", paths)
         acls = batch.run("get_acls", paths) if acl else [None] * len(paths)
         for path, got, acl_got in zip(paths, data, acls, strict=True):
+            if isinstance(got, NoAuthError):
+                unreadable(path, "read")
+                continue
             if isinstance(got, Exception):
                 continue  # deleted since it was listed
             row = _stat(_classify(path), got[1])

@@ -198,6 +198,8 @@ def _notes(f: GroupFacts) -> tuple[str, ...]:
     deleted = [p.name for p in f.deleted]
     if deleted:
         notes.append(f"Kafka offsets deleted or expired (tombstone) for {_listing(deleted)}")
+    if f.zk_writable is None:
+        notes.append("not in ZooKeeper: a roll back creates /consumers/<group> (ACL not checked)")
     if f.zk_consumers:
         notes.append(f"{f.zk_consumers} old consumer(s) registered in ZooKeeper")
     if f.kafka_members:
