@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -214,14 +213,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zookeeper")
     ap.add_argument("--bootstrap-server")
     args = ap.parse_args(argv)
-    stack = tmp = None
+    stack = None
     if not args.zookeeper:
-        from bridge.devstack import Devstack, Ports
+        from bridge.devstack.stack import private_stack
 
-        tmp = Path(tempfile.mkdtemp(prefix="kzb-bench-"))
-        stack = Devstack(tmp, Ports.free())
         print("starting a local stack ...", flush=True)
-        stack.up()
+        stack = private_stack("kzb-bench-")
         args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
     tag = uuid.uuid4().hex[:6]
     topic = f"bench-coexist-{tag}"
@@ -254,8 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         admin.delete_topics([topic])
         admin.close()
         if stack is not None:
-            stack.down()
-            shutil.rmtree(tmp or "", ignore_errors=True)
+            stack.discard()
 
 
 if __name__ == "__main__":

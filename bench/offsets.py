@@ -35,7 +35,6 @@ import bisect
 import multiprocessing
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -942,15 +941,13 @@ def main(argv: list[str] | None = None) -> int:
     if bool(args.zookeeper) != bool(args.bootstrap_server):
         ap.error("give both --zookeeper and --bootstrap-server, or neither")
 
-    stack = tmp = None
+    stack = None
     pids: dict[str, int] = {"bench": os.getpid()}
     if not args.zookeeper:
-        from bridge.devstack import Devstack, Ports
+        from bridge.devstack.stack import private_stack
 
-        tmp = Path(tempfile.mkdtemp(prefix="kzb-bench-"))
-        stack = Devstack(tmp, Ports.free())
         print("starting a local stack ...", flush=True)
-        stack.up()
+        stack = private_stack("kzb-bench-")
         args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
         pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
 
@@ -993,8 +990,7 @@ def main(argv: list[str] | None = None) -> int:
         if b is not None:
             b.close(private_stack=stack is not None)
         if stack is not None:
-            stack.down()
-            shutil.rmtree(tmp or "", ignore_errors=True)
+            stack.discard()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewPartitions, NewTopic
@@ -58,14 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap-server")
     args = ap.parse_args(argv)
 
-    stack = tmp = None
+    stack = None
     if not args.zookeeper:
-        from bridge.devstack import Devstack, Ports
+        from bridge.devstack.stack import private_stack
 
-        tmp = Path(tempfile.mkdtemp(prefix="kzb-bench-"))
-        stack = Devstack(tmp, Ports.free())
         print("starting a local stack ...", flush=True)
-        stack.up()
+        stack = private_stack("kzb-bench-")
         args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
     chroot = f"/bench-{uuid.uuid4().hex[:8]}"
     boot = KazooClient(args.zookeeper)
@@ -157,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         admin.close()
         zk.stop()
         if stack is not None:
-            stack.down()
-            shutil.rmtree(tmp, ignore_errors=True)
+            stack.discard()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -421,10 +422,23 @@ class Devstack:
             except ChildProcessError:
                 pass
 
+    def discard(self) -> None:
+        """Stop everything and remove the stack's directory (for private stacks)."""
+        self.down()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def processes(self) -> Iterator[str]:
         yield "zookeeper"
         for node in KAFKA_NODES:
             yield f"kafka-{node}"
+
+
+def private_stack(prefix: str = "kzb-stack-") -> Devstack:
+    """A throw-away stack on free ports in a fresh temporary directory (tests, benchmarks);
+    ``discard()`` stops it and removes the directory."""
+    stack = Devstack(Path(tempfile.mkdtemp(prefix=prefix)), Ports.free())
+    stack.up()
+    return stack
 
 
 def _new_cluster_id() -> str:
