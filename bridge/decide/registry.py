@@ -133,6 +133,12 @@ def decide_registry(
                 zkpaths.encode_partition_state(state)
             )
 
+    for name in view.unsettled - set(view.topics):
+        root = zkpaths.BROKER_TOPICS + "/" + name
+        for path, node in current.items():
+            if (path == root or path.startswith(root + "/")) and path in owned:
+                d[path] = Desired(node.data)  # a transient metadata error deletes nothing
+
     if view.controller_id >= 0:
         old = current.get(zkpaths.CONTROLLER)
         ts = now_ms

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
@@ -22,6 +23,9 @@ from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
 
 log = logging.getLogger(__name__)
+
+#: how long a topic must be missing from Kafka's metadata before its nodes are deleted
+DELETE_GRACE_S = 1.0
 
 
 def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
@@ -61,6 +65,8 @@ class RegistryFlow:
         self.security_protocol = security_protocol
         self.known: dict[str, Node] = {}
         self.refused: str | None = None
+        self._seen_topics: set[str] = set()
+        self._missing_since: dict[str, float] = {}
         self._reported: set[str] = set()
 
     def owned(self) -> set[str]:
@@ -76,7 +82,7 @@ class RegistryFlow:
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made."""
-        view = read_cluster(self.admin, self.security_protocol)
+        view = self._debounced(read_cluster(self.admin, self.security_protocol))
         owned = self.owned()
         decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
         for bad in decision.bad_nodes:
@@ -103,6 +109,20 @@ class RegistryFlow:
             return 0
         METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
         return len(plan.ops)
+
+    def _debounced(self, view):
+        """Brokers answer Metadata from their own copy, so a topic created a moment ago can
+        be missing from one answer and back in the next. A topic is taken as deleted only
+        once it stayed missing for ``DELETE_GRACE_S``; until then its nodes are kept."""
+        now = time.monotonic()
+        for name in view.topics:
+            self._missing_since.pop(name, None)
+        for name in self._seen_topics - set(view.topics):
+            self._missing_since.setdefault(name, now)
+        keep = {n for n, t in self._missing_since.items() if now - t < DELETE_GRACE_S}
+        self._missing_since = {n: t for n, t in self._missing_since.items() if n in keep}
+        self._seen_topics = set(view.topics) | keep
+        return replace(view, unsettled=view.unsettled | keep)
 
     def _report_once(self, path: str, msg: str, reason: str, kind: str) -> None:
         """Log and count a node problem once per (node, reason), not once per tick."""

@@ -45,9 +45,11 @@ def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") 
     except Exception as exc:  # noqa: BLE001 - a non-KRaft or locked-down cluster
         log.debug("metadata quorum not readable (%s); using Metadata's controller id", exc)
     topics: dict[str, TopicView] = {}
+    unsettled: set[str] = set()
     for t in admin.describe_topics():
         if t.get("error_code", 0) != 0 or not t["partitions"]:
-            continue  # being created or deleted: mirrored once Kafka's metadata settles
+            unsettled.add(t["name"])  # mirrored (or kept) once Kafka's metadata settles
+            continue
         parts = {
             p["partition_index"]: PartitionView(
                 leader=p["leader_id"],
@@ -69,4 +71,5 @@ def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") 
         controller_epoch=controller_epoch,
         brokers=brokers,
         topics=topics,
+        unsettled=frozenset(unsettled),
     )

@@ -41,3 +41,6 @@ class ClusterView:
     controller_epoch: int  # KRaft quorum leader epoch, the nearest thing to ZK's epoch
     brokers: dict[int, BrokerView] = field(default_factory=dict)
     topics: dict[str, TopicView] = field(default_factory=dict)
+    #: topics the metadata answered for with an error or no partitions (being created, a
+    #: broker catching up): their ZooKeeper nodes are left as they are, not deleted
+    unsettled: frozenset[str] = frozenset()

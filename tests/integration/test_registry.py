@@ -110,7 +110,8 @@ def test_registry_follows_topics_and_brokers(stack, zk, admin, start_bridge, top
         ),
         "create topics",
     )
-    state = json.loads(zk.get(f"/brokers/topics/{a}/partitions/0/state")[0])
+    state_path = f"/brokers/topics/{a}/partitions/0/state"
+    state = json.loads(wait_for(lambda: zk.exists(state_path) and zk.get(state_path), 5)[0])
     assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
 
     admin.create_partitions({a: NewPartitions(total_count=6)})

@@ -99,3 +99,12 @@ def test_foreign_garbage_is_reported_and_the_rest_still_desired():
     assert {b.path for b in decision.bad_nodes} == {"/brokers/ids/1", "/brokers/ids/x"}
     assert "/brokers/ids/1" not in decision.desired  # left alone, not overwritten
     assert "/brokers/ids/2" in decision.desired
+
+
+def test_a_topic_with_a_transient_metadata_error_is_kept_not_deleted():
+    first = decide_registry(view(), {}, set(), NOW).desired
+    current = {p: Node(x.data, 0, 42 if x.ephemeral else 0) for p, x in first.items()}
+    hiccup = view(topics={}, unsettled=frozenset({"orders"}))
+    later = decide_registry(hiccup, current, set(current), NOW + 1).desired
+    plan = plan_writes(later, current, set(current), 42)
+    assert not [op for op in plan.ops if "/brokers/topics/orders" in op.path]
