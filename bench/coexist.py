@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -62,7 +63,12 @@ def legacy_view(zk: KazooClient, group: str, topic: str) -> tuple[dict, dict] | 
 
 
 def kafka_agrees(admin: KafkaAdminClient, group: str, owners: dict[int, str]) -> bool:
-    d = admin.describe_groups([group])[group]
+    try:
+        d = admin.describe_groups([group])[group]
+    except KafkaError as e:
+        if getattr(e, "retriable", False):  # e.g. the coordinator is still loading
+            return False
+        raise
     if d["group_state"] != "Stable":
         return False
     kafka: dict[int, str] = {}
