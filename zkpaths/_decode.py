@@ -126,7 +126,7 @@ class Decoder:
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(f"{field} must be an integer, got {type_name(value)} {_short(value)}")
         if not lo <= value <= hi:
-            self.fail(f"{field} {value} is outside {lo}..{hi}")
+            self.fail(f"{field} {_short(value)} is outside {lo}..{hi}")
         return value
 
     def string(self, value: Any, field: str) -> str:

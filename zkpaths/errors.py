@@ -11,6 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 #: how much of a bad value an error message quotes
 EXCERPT_BYTES = 64
+#: longest reason a CodecError states: a reason quoting a name or value taken from the data
+#: (an endpoint, a listener, a list of partitions) is cut here
+REASON_CHARS = 400
+#: longest rendering of a bad version (any JSON value) in an UnknownVersionError
+VERSION_CHARS = 40
 
 
 def excerpt(data: bytes, limit: int = EXCERPT_BYTES) -> str:
@@ -20,6 +25,13 @@ def excerpt(data: bytes, limit: int = EXCERPT_BYTES) -> str:
     if len(data) > limit:
         shown += f"... ({len(data)} bytes)"
     return shown
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} chars)"
 
 
 class ZkLayoutError(Exception):
@@ -46,6 +58,7 @@ class CodecError(ZkLayoutError):
         path: str | None = None,
         data: bytes | None = None,
     ) -> None:
+        reason = bounded(reason, REASON_CHARS)
         self.what = what
         self.reason = reason
         self.path = path
@@ -71,7 +84,8 @@ class UnknownVersionError(CodecError):
         self.known = tuple(known)
         super().__init__(
             what,
-            f"unknown version {version!r} (known: {', '.join(repr(k) for k in self.known)})",
+            f"unknown version {bounded(repr(version), VERSION_CHARS)} "
+            f"(known: {', '.join(repr(k) for k in self.known)})",
             path=path,
             data=data,
         )

@@ -38,12 +38,18 @@ and Kafka's order becomes old threads first, then new members, just as in ZooKee
 
 from __future__ import annotations
 
+import re
+
 from zkpaths.errors import ZkLayoutError
 
 #: mirrored members are single-stream consumers: one thread each
 MIRROR_THREAD = 0
 #: after ``<group>``: dynamic members sort after static ones and after every old thread
 DYNAMIC_PREFIX = "_~~"
+
+# the fixed-width hex of an escaped code unit (ASCII hex digits only: no sign, no spaces)
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
 
 
 def java_units(text: str) -> list[int]:
@@ -112,7 +118,10 @@ def unescape_id(consumer_id: str) -> str:
                     units.append(0x2F)
                     i += 2
                 elif nxt == " ":
-                    units.append(int(consumer_id[i + 2 : i + 4], 16))
+                    hex2 = consumer_id[i + 2 : i + 4]
+                    if not _HEX2.fullmatch(hex2):
+                        raise ValueError(hex2)
+                    units.append(int(hex2, 16))
                     i += 4
                 elif 0x21 <= ord(nxt) <= 0x2E:
                     units.append(ord(nxt))
@@ -121,7 +130,7 @@ def unescape_id(consumer_id: str) -> str:
                     raise ValueError(nxt)
             elif c == "~":
                 hex4 = consumer_id[i + 1 : i + 5]
-                if len(hex4) != 4:
+                if not _HEX4.fullmatch(hex4):  # int() alone takes "-7f", " 7f", "+7f"...
                     raise ValueError(hex4)
                 units.append(int(hex4, 16))
                 i += 5
