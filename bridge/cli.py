@@ -94,12 +94,23 @@ def cmd_devstack(args: argparse.Namespace) -> int:
     elif args.output == "env":
         print(f"ZOOKEEPER={status['zookeeper']}")
         print(f"BOOTSTRAP_SERVERS={status['bootstrap_servers']}")
+        # the SASL_PLAINTEXT listener; the password is a local dev credential of this stack
+        print(f"SASL_BOOTSTRAP_SERVERS={status['sasl_bootstrap_servers']}")
+        print(f"SASL_MECHANISM={status['sasl_mechanism']}")
+        print(f"SASL_USERNAME={status['sasl_username']}")
+        print(f"SASL_PASSWORD={status['sasl_password']}")
     else:
         print(f"zookeeper.connect={status['zookeeper']}")
         print(f"bootstrap.servers={status['bootstrap_servers']}")
+        print(
+            f"sasl bootstrap.servers={status['sasl_bootstrap_servers']} "
+            f"(SASL_PLAINTEXT, {status['sasl_mechanism']}, user {status['sasl_username']}, "
+            f"dev password {status['sasl_password']})"
+        )
         for name, proc in status["processes"].items():
             health = "healthy" if proc["healthy"] else ("running" if proc["running"] else "down")
-            print(f"  {name:<10} port {proc['port']:<6} pid {proc['pid'] or '-':<8} {health}")
+            ports = f"{proc['port']}" + (f"/{proc['sasl_port']}" if "sasl_port" in proc else "")
+            print(f"  {name:<10} port {ports:<12} pid {proc['pid'] or '-':<8} {health}")
     healthy = all(p["healthy"] for p in status["processes"].values())
     return 0 if healthy or args.action == "status" else 1
 
@@ -312,7 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=["table", "json", "env"],
         default="table",
-        help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=...",
+        help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=... and "
+        "SASL_BOOTSTRAP_SERVERS/SASL_MECHANISM/SASL_USERNAME/SASL_PASSWORD (a local dev "
+        "credential) for the SASL_PLAINTEXT listener",
     )
     dev.set_defaults(func=cmd_devstack)
 

@@ -79,6 +79,8 @@ class KafkaSettings(_Section):
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", None] = None
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
+    #: a file holding the SASL password (one trailing newline ignored), instead of sasl_password
+    sasl_password_file: Path | None = None
     ssl_cafile: Path | None = None
     request_timeout_ms: int = Field(10000, ge=1000, le=300000)
 
@@ -86,6 +88,36 @@ class KafkaSettings(_Section):
     @classmethod
     def _bootstrap(cls, v: str) -> str:
         return _check_hostports(v, "Kafka bootstrap servers")
+
+    @field_validator("sasl_password_file")
+    @classmethod
+    def _password_file(cls, v: Path | None, info) -> Path | None:
+        if v is None:
+            return v
+        if info.data.get("sasl_password") is not None:
+            raise ValueError("set kafka.sasl_password or kafka.sasl_password_file, not both")
+        cls._read_password_file(v, ValueError)
+        return v
+
+    @staticmethod
+    def _read_password_file(path: Path, error: type[Exception]) -> str:
+        """The secret in ``path``; ``error`` names the file (never its content) when it fails."""
+        try:
+            secret = path.read_text().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise error(f"SASL password file {path} cannot be read: {reason}") from None
+        if not secret:
+            raise error(f"SASL password file {path} is empty")
+        return secret
+
+    def sasl_secret(self) -> str | None:
+        """The SASL password, from ``sasl_password`` or read now from ``sasl_password_file``."""
+        if self.sasl_password is not None:
+            return self.sasl_password.get_secret_value()
+        if self.sasl_password_file is not None:
+            return self._read_password_file(self.sasl_password_file, ConfigError)
+        return None
 
     def client_options(self) -> dict[str, Any]:
         """kafka-python keyword arguments (secrets unwrapped only here)."""
@@ -98,8 +130,9 @@ class KafkaSettings(_Section):
         if self.sasl_mechanism:
             opts["sasl_mechanism"] = self.sasl_mechanism
             opts["sasl_plain_username"] = self.sasl_username
-            if self.sasl_password is not None:
-                opts["sasl_plain_password"] = self.sasl_password.get_secret_value()
+            secret = self.sasl_secret()
+            if secret is not None:
+                opts["sasl_plain_password"] = secret
         if self.ssl_cafile:
             opts["ssl_cafile"] = str(self.ssl_cafile)
         return opts
@@ -122,6 +155,14 @@ class BridgeSettings(_Section):
 class RegistrySettings(_Section):
     enabled: bool = True
     poll_interval_s: float = Field(0.5, gt=0, le=60)
+    #: PLAINTEXT listener(s) old clients use, HOST:PORT[,...]; when set, /brokers/ids holds
+    #: each broker's endpoint on that listener, not on the one the bridge connects through
+    legacy_bootstrap_servers: str | None = None
+
+    @field_validator("legacy_bootstrap_servers")
+    @classmethod
+    def _legacy_bootstrap(cls, v: str | None) -> str | None:
+        return None if v is None else _check_hostports(v, "the legacy PLAINTEXT listener")
 
 
 class GroupsSettings(_Section):

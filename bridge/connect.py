@@ -17,12 +17,17 @@ from tenacity import (
 )
 
 from bridge.config import KafkaSettings, ZooKeeperSettings
+from bridge.kafka.sasl import sasl_refusal
 
 log = logging.getLogger(__name__)
 
 
 class Unreachable(RuntimeError):
     """A server could not be reached after the configured retries."""
+
+
+class LoginRefused(Unreachable):
+    """Kafka answered, and refused the bridge's SASL login (retrying cannot help)."""
 
 
 def _log_retry(what: str, address: str):
@@ -88,25 +93,35 @@ def connect_zookeeper(settings: ZooKeeperSettings, attempts: int = 5) -> KazooCl
         ) from None
 
 
-def connect_kafka(settings: KafkaSettings, attempts: int = 5) -> KafkaAdminClient:
-    """An admin client bootstrapped against the cluster, retrying with backoff."""
+def connect_kafka(
+    settings: KafkaSettings, attempts: int = 5, what: str = "Kafka"
+) -> KafkaAdminClient:
+    """An admin client bootstrapped against the cluster, retrying with backoff.
+
+    A failed SASL connect is probed once (``bridge.kafka.sasl``): a refused login stops the
+    retries with the broker's reason and the server's address, never the password."""
 
     @retry(
         stop=stop_after_attempt(attempts),
         wait=wait_exponential(multiplier=0.5, max=8),
         retry=retry_if_exception_type(KafkaError),
-        before_sleep=_log_retry("Kafka", settings.bootstrap_servers),
+        before_sleep=_log_retry(what, settings.bootstrap_servers),
         reraise=True,
     )
     def _start() -> KafkaAdminClient:
-        return KafkaAdminClient(
-            bootstrap_timeout_ms=settings.request_timeout_ms, **settings.client_options()
-        )
+        options = settings.client_options()
+        try:
+            return KafkaAdminClient(bootstrap_timeout_ms=settings.request_timeout_ms, **options)
+        except KafkaError:
+            refusal = sasl_refusal(options, timeout_s=settings.request_timeout_ms / 1000)
+            if refusal:
+                raise LoginRefused(refusal) from None
+            raise
 
     try:
         return _start()
     except KafkaError as exc:
         raise Unreachable(
-            f"Kafka at {settings.bootstrap_servers} did not answer after {attempts} attempts "
+            f"{what} at {settings.bootstrap_servers} did not answer after {attempts} attempts "
             f"({type(exc).__name__})"
         ) from None

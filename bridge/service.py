@@ -16,7 +16,7 @@ from kafka import KafkaAdminClient
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, LockTimeout, SessionExpiredError
 
-from bridge.config import Settings
+from bridge.config import KafkaSettings, Settings
 from bridge.connect import connect_kafka, connect_zookeeper
 from bridge.decide.groups import OnGroupDeleted
 from bridge.flows import Flow
@@ -41,6 +41,8 @@ class Bridge:
         self._session_lost = threading.Event()
         self.zk: KazooClient | None = None
         self.admin: KafkaAdminClient | None = None
+        #: on registry.legacy_bootstrap_servers, read for the endpoints /brokers/ids publishes
+        self.legacy_admin: KafkaAdminClient | None = None
         self.is_leader = False
         self._coexistence = None
         # ---- read by /readyz (bridge.http) from its own thread ----
@@ -63,12 +65,19 @@ class Bridge:
         self.zk = connect_zookeeper(self.settings.zookeeper)
         self.zk.add_listener(self._on_state)
         self.admin = connect_kafka(self.settings.kafka)
+        self.legacy_admin = self._connect_legacy()
         log.info(
             "bridge started",
             extra={
                 "zookeeper": self.settings.zookeeper.connect,
                 "bootstrap_servers": self.settings.kafka.bootstrap_servers,
+                "security_protocol": self.settings.kafka.security_protocol,
                 "id": self.identity,
+                **(
+                    {"legacy_bootstrap_servers": self.settings.registry.legacy_bootstrap_servers}
+                    if self.legacy_admin is not None
+                    else {}
+                ),
             },
         )
         try:
@@ -83,10 +92,36 @@ class Bridge:
         self.state = "stopping"
         self.stop_event.set()
 
+    def _connect_legacy(self) -> KafkaAdminClient | None:
+        """The PLAINTEXT connection whose broker endpoints the registry publishes, if set."""
+        s = self.settings
+        if not s.registry.enabled:
+            return None
+        if s.registry.legacy_bootstrap_servers is None:
+            if s.kafka.security_protocol != "PLAINTEXT":
+                log.warning(
+                    "the registry publishes the brokers' %s endpoints in /brokers/ids, which "
+                    "old ZooKeeper consumers cannot use (they speak PLAINTEXT only); set "
+                    "registry.legacy_bootstrap_servers to the listener they should use",
+                    s.kafka.security_protocol,
+                )
+            return None
+        legacy = KafkaSettings(
+            bootstrap_servers=s.registry.legacy_bootstrap_servers,
+            client_id=s.kafka.client_id,
+            request_timeout_ms=s.kafka.request_timeout_ms,
+        )
+        return connect_kafka(
+            legacy, what="Kafka legacy listener (registry.legacy_bootstrap_servers)"
+        )
+
     def close(self) -> None:
         if self.admin is not None:
             self.admin.close()
             self.admin = None
+        if self.legacy_admin is not None:
+            self.legacy_admin.close()
+            self.legacy_admin = None
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
@@ -145,7 +180,13 @@ class Bridge:
         if s.registry.enabled:
             flows.append(
                 (
-                    RegistryFlow(self.zk, self.admin, writer, s.kafka.security_protocol),
+                    RegistryFlow(
+                        self.zk,
+                        self.admin,
+                        writer,
+                        s.kafka.security_protocol,
+                        legacy_admin=self.legacy_admin,
+                    ),
                     s.registry.poll_interval_s,
                 )
             )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import zkpaths
 from bridge.decide.plan import Desired, Node
-from bridge.kafka.views import ClusterView
+from bridge.kafka.views import BrokerView, ClusterView
 
 #: every path the registry flow may own lives under one of these
 SCOPE = ("/brokers", "/controller", "/controller_epoch", "/cluster")
@@ -26,6 +26,27 @@ class BadNode:
 
     path: str
     reason: str
+
+
+def with_legacy_endpoints(view: ClusterView, legacy: Mapping[int, BrokerView]) -> ClusterView:
+    """``view`` with each broker's endpoint on the legacy listener (``legacy``, read through
+    ``registry.legacy_bootstrap_servers``) instead of the one the bridge connects through.
+
+    Which brokers are live, and their racks, still come from ``view``. A live broker missing
+    from ``legacy`` (that listener's answer lags, or the broker has no such listener) becomes
+    unsettled: its registration is kept as it is, never published with the wrong endpoint."""
+    brokers = {
+        bid: replace(
+            b,
+            host=legacy[bid].host,
+            port=legacy[bid].port,
+            security_protocol=legacy[bid].security_protocol,
+        )
+        for bid, b in view.brokers.items()
+        if bid in legacy
+    }
+    missing = frozenset(view.brokers) - frozenset(brokers)
+    return replace(view, brokers=brokers, unsettled_brokers=view.unsettled_brokers | missing)
 
 
 @dataclass
@@ -113,6 +134,10 @@ def decide_registry(
         if ts != now_ms:
             fresh = zkpaths.encode_broker(replace(reg, timestamp_ms=ts))
         d[path] = Desired(fresh, ephemeral=True)
+    for broker_id in view.unsettled_brokers - set(view.brokers):
+        path = zkpaths.broker_path(broker_id)
+        if path in owned and path in current:
+            d[path] = Desired(current[path].data, ephemeral=True)  # kept, not rewritten
 
     for topic in view.topics.values():
         assignment = zkpaths.TopicAssignment(

@@ -4,6 +4,11 @@ Every process is a plain ``java -cp`` child started in its own session, with its
 data and log under one directory. The directory's ``stack.json`` records what was started
 (pids, ports, cluster id), which makes ``up`` idempotent and lets ``down`` stop only what
 this stack started.
+
+Every broker has two client listeners: ``PLAINTEXT`` (what old consumers use) and
+``SASL_PLAINTEXT`` with SASL/PLAIN, whose one user (``bridge``) gets a random password per
+stack, kept in ``stack.json``. That is a local development credential on loopback only;
+``zk-bridge devstack status`` prints it so that clients can be pointed at the listener.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -25,6 +31,10 @@ from pathlib import Path
 from bridge.devstack.maven import ensure_classpath
 
 KAFKA_NODES = (1, 2, 3)
+
+#: the user of the SASL_PLAINTEXT listener (its password is generated per stack)
+SASL_USERNAME = "bridge"
+SASL_MECHANISM = "PLAIN"
 
 LOG4J = """\
 log4j.rootLogger=INFO, file
@@ -49,13 +59,15 @@ class Ports:
     zookeeper: int = 22181
     brokers: tuple[int, int, int] = (29092, 29093, 29094)
     controllers: tuple[int, int, int] = (29192, 29193, 29194)
+    #: the SASL_PLAINTEXT (SASL/PLAIN) listener of each broker
+    sasl_brokers: tuple[int, int, int] = (29292, 29293, 29294)
 
     @classmethod
     def free(cls) -> Ports:
-        """Seven currently free loopback ports, for test stacks beside a dev stack."""
+        """Ten currently free loopback ports, for test stacks beside a dev stack."""
         socks = []
         try:
-            for _ in range(7):
+            for _ in range(10):
                 s = socket.socket()
                 s.bind(("127.0.0.1", 0))
                 socks.append(s)
@@ -63,7 +75,12 @@ class Ports:
         finally:
             for s in socks:
                 s.close()
-        return cls(zookeeper=p[0], brokers=(p[1], p[2], p[3]), controllers=(p[4], p[5], p[6]))
+        return cls(
+            zookeeper=p[0],
+            brokers=(p[1], p[2], p[3]),
+            controllers=(p[4], p[5], p[6]),
+            sasl_brokers=(p[7], p[8], p[9]),
+        )
 
 
 @dataclass
@@ -71,16 +88,28 @@ class StackState:
     ports: Ports
     cluster_id: str
     pids: dict[str, int] = field(default_factory=dict)
+    #: password of the SASL_PLAINTEXT listener's user (a local dev credential)
+    sasl_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
 
     @classmethod
     def load(cls, path: Path) -> StackState:
         raw = json.loads(path.read_text())
         p = raw["ports"]
-        ports = Ports(p["zookeeper"], tuple(p["brokers"]), tuple(p["controllers"]))
-        return cls(ports=ports, cluster_id=raw["cluster_id"], pids=raw.get("pids", {}))
+        # a stack.json from before the SASL listener: default ports, a fresh password
+        # (the brokers get the listener at their next start)
+        sasl = tuple(p.get("sasl_brokers", Ports.sasl_brokers))
+        ports = Ports(p["zookeeper"], tuple(p["brokers"]), tuple(p["controllers"]), sasl)
+        state = cls(ports=ports, cluster_id=raw["cluster_id"], pids=raw.get("pids", {}))
+        if raw.get("sasl_password"):
+            state.sasl_password = raw["sasl_password"]
+        return state
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2))
+        # it holds the dev stack's SASL password: readable by its owner only
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(asdict(self), indent=2))
+        os.chmod(path, 0o600)
 
 
 def _java() -> str:
@@ -134,8 +163,24 @@ class Devstack:
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.state.ports.brokers)
 
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listeners (SASL/PLAIN, ``sasl_username``/``sasl_password``)."""
+        return ",".join(f"127.0.0.1:{p}" for p in self.state.ports.sasl_brokers)
+
+    @property
+    def sasl_username(self) -> str:
+        return SASL_USERNAME
+
+    @property
+    def sasl_password(self) -> str:
+        return self.state.sasl_password
+
     def broker_port(self, node_id: int) -> int:
         return self.state.ports.brokers[node_id - 1]
+
+    def sasl_port(self, node_id: int) -> int:
+        return self.state.ports.sasl_brokers[node_id - 1]
 
     # ---- lifecycle -----------------------------------------------------------------
     def up(self, timeout: float = 180.0) -> None:
@@ -179,17 +224,22 @@ class Devstack:
             "port": zk,
         }
         for node in KAFKA_NODES:
-            name, port = f"kafka-{node}", self.broker_port(node)
+            name, port, sasl = f"kafka-{node}", self.broker_port(node), self.sasl_port(node)
             procs[name] = {
                 "pid": self.state.pids.get(name),
                 "running": self.alive(name),
-                "healthy": self.alive(name) and _port_open(port),
+                "healthy": self.alive(name) and _port_open(port) and _port_open(sasl),
                 "port": port,
+                "sasl_port": sasl,
             }
         return {
             "directory": str(self.dir),
             "zookeeper": self.zk_connect,
             "bootstrap_servers": self.bootstrap_servers,
+            "sasl_bootstrap_servers": self.sasl_bootstrap_servers,
+            "sasl_mechanism": SASL_MECHANISM,
+            "sasl_username": self.sasl_username,
+            "sasl_password": self.sasl_password,
             "cluster_id": self.state.cluster_id,
             "processes": procs,
         }
@@ -205,6 +255,17 @@ class Devstack:
                 )
             time.sleep(0.3)
         self.wait_brokers(set(KAFKA_NODES), deadline - time.monotonic())
+        for node in KAFKA_NODES:
+            port = self.sasl_port(node)
+            while not _port_open(port):
+                if time.monotonic() > deadline:
+                    raise StackError(
+                        f"kafka-{node} does not listen on its SASL_PLAINTEXT port {port} (a "
+                        "broker started before the stack had that listener?); run "
+                        "'zk-bridge devstack down' and 'up' again, or see "
+                        f"{self._log(f'kafka-{node}')}"
+                    )
+                time.sleep(0.3)
 
     def wait_brokers(self, expected: set[int], timeout: float = 120.0) -> None:
         """Wait until the cluster's metadata lists exactly ``expected`` live brokers."""
@@ -349,16 +410,25 @@ class Devstack:
         p = self.state.ports
         home = self.dir / f"kafka-{node}"
         voters = ",".join(f"{n}@127.0.0.1:{p.controllers[n - 1]}" for n in KAFKA_NODES)
+        plain = f"PLAINTEXT://127.0.0.1:{p.brokers[node - 1]}"
+        sasl = f"SASL_PLAINTEXT://127.0.0.1:{p.sasl_brokers[node - 1]}"
+        user, password = SASL_USERNAME, self.state.sasl_password
         props = {
             "process.roles": "broker,controller",
             "node.id": node,
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{p.brokers[node - 1]},"
-            f"CONTROLLER://127.0.0.1:{p.controllers[node - 1]}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{p.brokers[node - 1]}",
+            "listeners": f"{plain},{sasl},CONTROLLER://127.0.0.1:{p.controllers[node - 1]}",
+            "advertised.listeners": f"{plain},{sasl}",
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,"
+            "SASL_PLAINTEXT:SASL_PLAINTEXT",
+            # SASL/PLAIN on the SASL_PLAINTEXT listener, users inline (no JAAS file)
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": SASL_MECHANISM,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                f'username="{user}" password="{password}" user_{user}="{password}";'
+            ),
             "log.dirs": home / "data",
             "num.network.threads": 2,
             "num.io.threads": 2,
@@ -376,6 +446,7 @@ class Devstack:
         }
         cfg = home / "server.properties"
         cfg.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        cfg.chmod(0o600)  # holds the SASL listener's password
         return cfg
 
     def _start_kafka(self, node: int, classpath: str) -> None:

@@ -17,8 +17,8 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bridge.decide.plan import Node, plan_writes
-from bridge.decide.registry import SCOPE, decide_registry
-from bridge.kafka.cluster import read_cluster
+from bridge.decide.registry import SCOPE, decide_registry, with_legacy_endpoints
+from bridge.kafka.cluster import read_brokers, read_cluster
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
 
@@ -58,11 +58,15 @@ class RegistryFlow:
         admin: KafkaAdminClient,
         writer: FencedWriter,
         security_protocol: str = "PLAINTEXT",
+        legacy_admin: KafkaAdminClient | None = None,
     ) -> None:
         self.zk = zk
         self.admin = admin
         self.writer = writer
         self.security_protocol = security_protocol
+        #: connected to ``registry.legacy_bootstrap_servers``: whose endpoints are published
+        self.legacy_admin = legacy_admin
+        self._no_legacy_endpoint: frozenset[int] = frozenset()
         self.known: dict[str, Node] = {}
         self.refused: str | None = None
         self._seen_topics: set[str] = set()
@@ -83,6 +87,15 @@ class RegistryFlow:
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made."""
         view = self._debounced(read_cluster(self.admin, self.security_protocol))
+        if self.legacy_admin is not None:
+            view = with_legacy_endpoints(view, read_brokers(self.legacy_admin, "PLAINTEXT"))
+            if view.unsettled_brokers != self._no_legacy_endpoint and view.unsettled_brokers:
+                log.warning(
+                    "brokers %s have no endpoint on the legacy listener (yet); their "
+                    "registrations are kept as they are",
+                    sorted(view.unsettled_brokers),
+                )
+            self._no_legacy_endpoint = view.unsettled_brokers
         owned = self.owned()
         decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
         for bad in decision.bad_nodes:

@@ -23,10 +23,8 @@ def topic_id_b64(value: str | uuid.UUID | None) -> str | None:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") -> ClusterView:
-    """One consistent-enough snapshot: brokers, active controller, every topic's partitions."""
-    cluster = admin.describe_cluster()
-    brokers = {
+def _brokers(cluster: dict, security_protocol: str) -> dict[int, BrokerView]:
+    return {
         b["broker_id"]: BrokerView(
             broker_id=b["broker_id"],
             host=b["host"],
@@ -37,6 +35,20 @@ def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") 
         for b in cluster["brokers"]
         if not b.get("is_fenced")
     }
+
+
+def read_brokers(
+    admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT"
+) -> dict[int, BrokerView]:
+    """The live brokers with their endpoints on the listener ``admin`` is connected to
+    (Kafka answers Metadata/DescribeCluster with the endpoints of the asking listener)."""
+    return _brokers(admin.describe_cluster(), security_protocol)
+
+
+def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") -> ClusterView:
+    """One consistent-enough snapshot: brokers, active controller, every topic's partitions."""
+    cluster = admin.describe_cluster()
+    brokers = _brokers(cluster, security_protocol)
     controller_id, controller_epoch = cluster.get("controller_id", -1), 0
     try:
         quorum = admin.describe_metadata_quorum()

@@ -44,3 +44,6 @@ class ClusterView:
     #: topics the metadata answered for with an error or no partitions (being created, a
     #: broker catching up): their ZooKeeper nodes are left as they are, not deleted
     unsettled: frozenset[str] = frozenset()
+    #: live brokers whose endpoint on the legacy listener is not known (yet): their
+    #: registration is left as it is, neither rewritten nor deleted
+    unsettled_brokers: frozenset[int] = frozenset()

@@ -6,7 +6,7 @@ import json
 
 import zkpaths
 from bridge.decide.plan import Node, plan_writes
-from bridge.decide.registry import decide_registry
+from bridge.decide.registry import decide_registry, with_legacy_endpoints
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
 
 NOW = 1_700_000_000_000
@@ -108,3 +108,67 @@ def test_a_topic_with_a_transient_metadata_error_is_kept_not_deleted():
     later = decide_registry(hiccup, current, set(current), NOW + 1).desired
     plan = plan_writes(later, current, set(current), 42)
     assert not [op for op in plan.ops if "/brokers/topics/orders" in op.path]
+
+
+# ---- the legacy listener (registry.legacy_bootstrap_servers) -------------------------------
+
+
+def sasl_view(**kw) -> ClusterView:
+    """What the bridge sees connected over SASL: each broker's SASL_PLAINTEXT endpoint."""
+    brokers = {
+        1: BrokerView(1, "10.0.0.1", 9094, security_protocol="SASL_PLAINTEXT"),
+        2: BrokerView(2, "10.0.0.2", 9094, rack="r2", security_protocol="SASL_PLAINTEXT"),
+    }
+    return view(brokers=brokers, **kw)
+
+
+def test_legacy_endpoints_replace_the_ones_the_bridge_connects_through():
+    legacy = {1: BrokerView(1, "k1.plain", 9092), 2: BrokerView(2, "k2.plain", 9092)}
+    merged = with_legacy_endpoints(sasl_view(), legacy)
+    assert merged.unsettled_brokers == frozenset()
+    d = decide_registry(merged, {}, set(), NOW).desired
+    reg = json.loads(d["/brokers/ids/2"].data)
+    assert reg["endpoints"] == ["PLAINTEXT://k2.plain:9092"]
+    assert (reg["host"], reg["port"]) == ("k2.plain", 9092)
+    assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+    assert reg["rack"] == "r2", "rack and liveness come from the main view"
+
+
+def test_without_legacy_endpoints_a_sasl_registration_has_no_plaintext_host():
+    reg = json.loads(decide_registry(sasl_view(), {}, set(), NOW).desired["/brokers/ids/1"].data)
+    assert reg["endpoints"] == ["SASL_PLAINTEXT://10.0.0.1:9094"]
+    assert (reg["host"], reg["port"]) == (None, -1)
+
+
+def test_a_broker_only_the_legacy_listener_knows_is_not_registered():
+    legacy = {
+        1: BrokerView(1, "k1.plain", 9092),
+        2: BrokerView(2, "k2.plain", 9092),
+        3: BrokerView(3, "k3.plain", 9092),  # fenced or gone in the main view
+    }
+    merged = with_legacy_endpoints(sasl_view(), legacy)
+    assert set(merged.brokers) == {1, 2}
+    assert "/brokers/ids/3" not in decide_registry(merged, {}, set(), NOW).desired
+
+
+def test_a_broker_missing_from_the_legacy_answer_keeps_its_registration():
+    legacy = {1: BrokerView(1, "k1.plain", 9092), 2: BrokerView(2, "k2.plain", 9092)}
+    first = decide_registry(with_legacy_endpoints(sasl_view(), legacy), {}, set(), NOW).desired
+    current = {p: Node(x.data, 0, 42 if x.ephemeral else 0) for p, x in first.items()}
+    lagging = with_legacy_endpoints(sasl_view(), {1: legacy[1]})
+    assert lagging.unsettled_brokers == frozenset({2})
+    later = decide_registry(lagging, current, set(current), NOW + 1).desired
+    assert later["/brokers/ids/2"].data == current["/brokers/ids/2"].data
+    assert plan_writes(later, current, set(current), 42).ops == []
+    # never published with the SASL endpoint when it has no registration yet
+    fresh = decide_registry(lagging, {}, set(), NOW).desired
+    assert "/brokers/ids/2" not in fresh and "/brokers/ids/1" in fresh
+
+
+def test_a_broker_gone_from_both_views_is_deleted():
+    legacy = {1: BrokerView(1, "k1.plain", 9092), 2: BrokerView(2, "k2.plain", 9092)}
+    first = decide_registry(with_legacy_endpoints(sasl_view(), legacy), {}, set(), NOW).desired
+    current = {p: Node(x.data, 0, 42 if x.ephemeral else 0) for p, x in first.items()}
+    gone = view(brokers={1: BrokerView(1, "10.0.0.1", 9094, security_protocol="SASL_PLAINTEXT")})
+    later = decide_registry(with_legacy_endpoints(gone, legacy), current, set(current), NOW + 1)
+    assert "/brokers/ids/2" not in later.desired
