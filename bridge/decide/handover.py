@@ -177,14 +177,17 @@ def decide_mixed_group(
         path = zkpaths.consumer_id_path(
             group, mirrored_consumer_id(group, m.member_id, m.group_instance_id)
         )
-        d[path] = Desired(registration_data(m.topics, current.get(path), now_ms), ephemeral=True)
+        # persistent, not ephemeral: a fence or mirrored id must outlive the active bridge's
+        # session, or every old consumer would rebalance onto the new members' partitions
+        # in the moment between its expiry and the standby taking over (I1)
+        d[path] = Desired(registration_data(m.topics, current.get(path), now_ms))
 
     for tp, member in gen.assignment.items():
         thread = threads.get(member)
         owner = zk.owners.get(tp)
         if thread is not None and (owner is None or owner.ours):
             d[zkpaths.owner_path(group, tp.topic, tp.partition)] = Desired(
-                zkpaths.encode_owner(thread), ephemeral=True
+                zkpaths.encode_owner(thread)
             )
     for tp, owner in zk.owners.items():
         if not owner.ours or threads.get(gen.assignment.get(tp, "")) is not None:

@@ -210,6 +210,9 @@ class ProxyMember(BaseCoordinator):
             try:
                 if self.need_rejoin() or self.coordinator_unknown():
                     await self.ensure_active_group_async(timeout_ms=5000)
+                # the loop is this member's "poll": without it the heartbeat thread would
+                # leave the group every max_poll_interval_ms as if the consumer had stalled
+                self.poll_heartbeat()
                 self.last_error = None
             except Exception as exc:  # noqa: BLE001 - retried; surfaced through last_error
                 self.last_error = f"{type(exc).__name__}: {exc}"

@@ -75,6 +75,17 @@ class Fleet:
             and n == self.partitions
         )
 
+    def describe(self) -> str:
+        """Both sides' view, for a failure message."""
+        try:
+            d = self.admin.describe_groups([self.group])[self.group]
+            kafka = f"{d['group_state']} with {len(d['members'])} members"
+        except KafkaError as exc:
+            kafka = f"describe failed: {exc!r}"
+        owners = f"/consumers/{self.group}/owners/{self.topic}"
+        zk = sorted(self.zk.get_children(owners)) if self.zk.exists(owners) else []
+        return f"Kafka {kafka}; expected {sum(self.threads.values())}; ZK owners {zk}"
+
     def change(self, label: str, action) -> float:
         """Apply one membership change and wait until both sides settle; returns the wait."""
         action()
