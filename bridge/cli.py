@@ -344,10 +344,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.setup(args.log_level, args.log_format)
+    from kazoo.exceptions import NoAuthError
+
     try:
         return args.func(args)
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
+        return 2
+    except NoAuthError:
+        print(
+            "ZooKeeper refused a change: this identity is not allowed by the node's ACL. Nodes "
+            "a bridge with credentials created are writable only by that identity: use the "
+            "same zookeeper.auth_scheme, username and password (see docs/security.md)",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -15,7 +15,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ENV_PREFIX = "ZK_BRIDGE__"
 
@@ -63,6 +71,11 @@ class ZooKeeperSettings(_Section):
     auth_scheme: Literal["digest", "sasl", None] = None
     username: str | None = None
     password: SecretStr | None = None
+    #: a file holding the password (one trailing newline ignored), instead of password
+    password_file: Path | None = None
+    #: ACLs of the nodes the bridge creates (docs/security.md); unset: "bridge-writable" when
+    #: credentials are set, else "open"
+    acl: Literal["bridge-writable", "open", None] = Field(None, validate_default=True)
 
     @field_validator("connect")
     @classmethod
@@ -70,6 +83,64 @@ class ZooKeeperSettings(_Section):
         hosts, _, chroot = v.partition("/")
         _check_hostports(hosts, "ZooKeeper servers")
         return hosts + ("/" + chroot if chroot else "")
+
+    @field_validator("password_file")
+    @classmethod
+    def _password_file(cls, v: Path | None, info) -> Path | None:
+        if v is None:
+            return v
+        if info.data.get("password") is not None:
+            raise ValueError("set zookeeper.password or zookeeper.password_file, not both")
+        _read_zk_password_file(v, ValueError)
+        return v
+
+    @field_validator("acl")
+    @classmethod
+    def _acl(cls, v: str | None, info) -> str | None:
+        d = info.data
+        if v == "bridge-writable" and not (d.get("auth_scheme") and d.get("username")):
+            raise ValueError(
+                "'bridge-writable' needs credentials to write as: set zookeeper.auth_scheme, "
+                "zookeeper.username and a password, or acl = 'open'"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _credentials(self) -> ZooKeeperSettings:
+        if self.auth_scheme and not (
+            self.username and (self.password is not None or self.password_file is not None)
+        ):
+            raise ValueError(
+                f"auth_scheme {self.auth_scheme!r} needs zookeeper.username and a password "
+                "(zookeeper.password, zookeeper.password_file or ZK_BRIDGE__ZOOKEEPER__PASSWORD)"
+            )
+        return self
+
+    def secret(self) -> str | None:
+        """The password, from ``password`` or read now from ``password_file``."""
+        if self.password is not None:
+            return self.password.get_secret_value()
+        if self.password_file is not None:
+            return _read_zk_password_file(self.password_file, ConfigError)
+        return None
+
+    def acl_mode(self) -> str:
+        """The ACL policy in effect: ``acl``, or its default for the credentials given."""
+        if self.acl is not None:
+            return self.acl
+        return "bridge-writable" if self.auth_scheme and self.username else "open"
+
+
+def _read_zk_password_file(path: Path, error: type[Exception]) -> str:
+    """The secret in ``path``; ``error`` names the file (never its content) when it fails."""
+    try:
+        secret = path.read_text().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise error(f"ZooKeeper password file {path} cannot be read: {reason}") from None
+    if not secret:
+        raise error(f"ZooKeeper password file {path} is empty")
+    return secret
 
 
 class KafkaSettings(_Section):

@@ -18,6 +18,7 @@ from tenacity import (
 
 from bridge.config import KafkaSettings, ZooKeeperSettings
 from bridge.kafka.sasl import sasl_refusal
+from bridge.zookeeper.acl import AclClient, policy_for
 
 log = logging.getLogger(__name__)
 
@@ -45,28 +46,31 @@ def _log_retry(what: str, address: str):
     return before_sleep
 
 
-def zk_client(settings: ZooKeeperSettings) -> KazooClient:
-    """A kazoo client with credentials applied (not yet started)."""
+def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> KazooClient:
+    """A kazoo client with credentials applied (not yet started); every node it creates gets
+    the ACL the settings' policy gives its path (``decide.acl``; ``root`` is the bridge's)."""
     auth = []
     if settings.auth_scheme == "digest" and settings.username:
-        secret = settings.password.get_secret_value() if settings.password else ""
-        auth.append(("digest", f"{settings.username}:{secret}"))
+        auth.append(("digest", f"{settings.username}:{settings.secret() or ''}"))
     kwargs = {}
     if settings.auth_scheme == "sasl":
         kwargs["sasl_options"] = {
             "mechanism": "DIGEST-MD5",
             "username": settings.username,
-            "password": settings.password.get_secret_value() if settings.password else "",
+            "password": settings.secret() or "",
         }
-    return KazooClient(
+    return AclClient(
         hosts=settings.connect,
         timeout=settings.session_timeout_s,
         auth_data=auth or None,
+        acl_policy=policy_for(settings, root),
         **kwargs,
     )
 
 
-def connect_zookeeper(settings: ZooKeeperSettings, attempts: int = 5) -> KazooClient:
+def connect_zookeeper(
+    settings: ZooKeeperSettings, attempts: int = 5, root: str = "/kafka-zk-bridge"
+) -> KazooClient:
     """Start a ZooKeeper session, retrying with exponential backoff."""
 
     @retry(
@@ -77,7 +81,7 @@ def connect_zookeeper(settings: ZooKeeperSettings, attempts: int = 5) -> KazooCl
         reraise=True,
     )
     def _start() -> KazooClient:
-        client = zk_client(settings)
+        client = zk_client(settings, root)
         try:
             client.start(timeout=settings.connection_timeout_s)
         except KazooTimeoutError:

@@ -26,6 +26,7 @@ from bridge.flows.registry import RegistryFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
 from bridge.metrics import METRICS
+from bridge.zookeeper.acl import announce, repair_acls
 from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 
@@ -62,7 +63,8 @@ class Bridge:
 
     def run(self) -> None:
         """Connect, then lead or wait, until ``stop()``."""
-        self.zk = connect_zookeeper(self.settings.zookeeper)
+        self.zk = connect_zookeeper(self.settings.zookeeper, root=self.root)
+        announce(self.zk.acl_policy)
         self.zk.add_listener(self._on_state)
         self.admin = connect_kafka(self.settings.kafka)
         self.legacy_admin = self._connect_legacy()
@@ -147,6 +149,7 @@ class Bridge:
         self._session_lost.clear()
         try:
             epoch = claim_epoch(self.zk, f"{self.root}/epoch", self.identity)
+            repair_acls(self.zk, self.zk.acl_policy, epoch)
             self.is_leader = True
             self.flow_intervals, self.last_ok = {}, {}
             self.state = "leader"

@@ -57,14 +57,26 @@ def stack():
         shutil.rmtree(d, ignore_errors=True)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "zk_auth(scheme, credential): the chroot is cleaned up with this ZooKeeper auth "
+        "(for tests whose bridge protects its nodes with ACLs)",
+    )
+
+
 @pytest.fixture
 def chroot(stack, request) -> str:
-    """A fresh ZooKeeper chroot for this test (created, then removed afterwards)."""
+    """A fresh ZooKeeper chroot for this test (created, then removed afterwards).
+
+    With ``@pytest.mark.zk_auth("digest", "user:password")`` the removal authenticates first,
+    so nodes a bridge created with restrictive ACLs can be deleted."""
     from kazoo.client import KazooClient
 
     name = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:60]
     root = f"/t-{name}-{uuid.uuid4().hex[:6]}"
-    c = KazooClient(stack.zk_connect)
+    auth = request.node.get_closest_marker("zk_auth")
+    c = KazooClient(stack.zk_connect, auth_data=[tuple(auth.args)] if auth else None)
     c.start()
     c.ensure_path(root)
     yield root

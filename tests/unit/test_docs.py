@@ -50,6 +50,7 @@ def test_nav_lists_every_page():
         "concepts.md",
         "quickstart.md",
         "operations.md",
+        "security.md",
         "compatibility.md",
         "troubleshooting.md",
         "coexistence.md",
