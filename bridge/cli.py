@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import signal
@@ -61,6 +62,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 2
         log.info("serving /metrics, /healthz and /readyz", extra={"address": endpoint.address})
     signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a stuck bridge is doing
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         bridge.run()
     except Unreachable as exc:

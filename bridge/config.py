@@ -197,6 +197,9 @@ class KafkaSettings(_Section):
             "client_id": self.client_id,
             "security_protocol": self.security_protocol,
             "request_timeout_ms": self.request_timeout_ms,
+            # kafka-python backs off up to 30 s by default; a restarted broker should be
+            # used again within a second, as Java clients do
+            "reconnect_backoff_max_ms": 1000,
         }
         if self.sasl_mechanism:
             opts["sasl_mechanism"] = self.sasl_mechanism
