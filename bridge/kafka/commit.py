@@ -13,9 +13,11 @@ import logging
 import time
 
 from kafka import KafkaAdminClient, KafkaProducer
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
+from bridge.kafka import coordinators
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
@@ -50,7 +52,14 @@ class OffsetCommitter:
         want = {KafkaTP(tp.topic, tp.partition): o for tp, o in offsets.items()}
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            seen = self.admin.list_group_offsets({group: list(want)})[group]
+            try:
+                seen = self.admin.list_group_offsets({group: list(want)})[group]
+            except KafkaError as exc:
+                if not coordinators.moved(exc):
+                    raise
+                coordinators.forget(self.admin, [group])
+                time.sleep(0.1)
+                continue
             if all(seen.get(tp) and seen[tp].offset >= o for tp, o in want.items()):
                 break
             time.sleep(0.05)

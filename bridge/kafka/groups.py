@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from bridge.kafka import coordinators
+from bridge.kafka.coordinators import moved
+
 log = logging.getLogger(__name__)
 
 
@@ -104,12 +107,16 @@ def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str
         return {}
     try:
         return admin.list_group_offsets({g: None for g in groups})
-    except KafkaError:
+    except KafkaError as exc:
+        if moved(exc):
+            coordinators.forget(admin, groups)
         out: dict[str, dict | str] = {}
         for g in groups:  # one bad group must not blind the others
             try:
                 out[g] = admin.list_group_offsets({g: None})[g]
             except KafkaError as exc:
+                if moved(exc):
+                    coordinators.forget(admin, [g])
                 out[g] = f"{type(exc).__name__}: {exc}"
         return out
 
@@ -119,7 +126,15 @@ def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, 
     ids = sorted(group_ids)
     if not ids:
         return {}
-    described = admin.describe_groups(ids)
+    try:
+        described = admin.describe_groups(ids)
+    except KafkaError as exc:
+        if moved(exc):
+            coordinators.forget(admin, ids)
+        raise
+    coordinators.forget(
+        admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
+    )
     offsets = _offsets(admin, ids)
     views: dict[str, GroupView] = {}
     for g in ids:

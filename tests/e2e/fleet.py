@@ -16,6 +16,7 @@ from bridge.devstack.legacy import (
     LegacyConsumerProcess,
     NewConsumerProcess,
 )
+from bridge.kafka import coordinators
 from tests.conftest import wait_for
 
 COMMIT_MS = 500
@@ -66,6 +67,10 @@ class Fleet:
         try:
             d = self.admin.describe_groups([self.group])[self.group]
         except KafkaError:
+            coordinators.forget(self.admin, [self.group])
+            return False
+        if d.get("error"):
+            coordinators.forget(self.admin, [self.group])  # it moved: ask again next time
             return False
         owners = f"/consumers/{self.group}/owners/{self.topic}"
         n = len(self.zk.get_children(owners)) if self.zk.exists(owners) else 0
@@ -79,7 +84,7 @@ class Fleet:
         """Both sides' view, for a failure message."""
         try:
             d = self.admin.describe_groups([self.group])[self.group]
-            kafka = f"{d['group_state']} with {len(d['members'])} members"
+            kafka = f"{d['group_state']} with {len(d['members'])} members {d.get('error')}"
         except KafkaError as exc:
             kafka = f"describe failed: {exc!r}"
         owners = f"/consumers/{self.group}/owners/{self.topic}"

@@ -137,15 +137,19 @@ def test_nothing_lost_or_double_owned_under_injected_faults(
 
     def stop_active() -> str:
         name = bridges.active()
-        proc = bridges.procs[name].proc
+        zombie = bridges.procs[name]
+        seen = len(zombie.text())
         before, t0 = bridges.epoch()[0], time.monotonic()
-        proc.send_signal(signal.SIGSTOP)
+        zombie.proc.send_signal(signal.SIGSTOP)
         try:
             took = bridges.wait_takeover(before, t0)
             time.sleep(rng.uniform(0, 2))
         finally:
-            proc.send_signal(signal.SIGCONT)
-        return f"{name} paused; takeover {took:.1f}s; resumed as a zombie"
+            zombie.proc.send_signal(signal.SIGCONT)
+        # I3: the resumed zombie finds its session gone or its epoch taken, and steps down
+        wait_for(lambda: "stepping down" in zombie.text()[seen:], 30, 0.1, f"{name} steps down")
+        assert zombie.proc.poll() is None, f"{name} should stay up as a standby"
+        return f"{name} paused; takeover {took:.1f}s; resumed and stepped down"
 
     def stop_zookeeper() -> str:
         down = rng.uniform(5, 10)

@@ -17,6 +17,7 @@ from collections import defaultdict
 import pytest
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from bridge.devstack.legacy import (
     MIGRATION_SETTINGS,
@@ -178,8 +179,18 @@ def test_old_and_new_consumers_share_a_group_without_double_ownership(
 
 
 def log_ends(admin, topic: str, partitions: int) -> dict[int, int]:
-    got = admin.list_partition_offsets({TopicPartition(topic, p): -1 for p in range(partitions)})
-    return {tp.partition: off.offset for tp, off in got.items()}
+    """Each partition's log end offset (retried: right after a broker restart the client's
+    metadata may still name a leader it cannot reach)."""
+
+    def ask() -> dict[int, int] | None:
+        try:
+            want = {TopicPartition(topic, p): -1 for p in range(partitions)}
+            got = admin.list_partition_offsets(want)
+        except KafkaError:
+            return None
+        return {tp.partition: off.offset for tp, off in got.items()}
+
+    return wait_for(ask, 60, 0.5, f"log end offsets of {topic}")
 
 
 def test_the_i1_check_sees_double_ownership_without_coexistence(
