@@ -41,6 +41,10 @@ def test_malformed_nodes_are_reported_and_others_keep_mirroring(
             f"{ids}/{bad}_badjson": b"{not json",
             f"{ids}/{bad}_future": json.dumps({**reg, "version": 9}).encode(),
             f"{ids}/{bad}_binary": b"\xff\xfe\x00garbage",
+            # ZooKeeper names are validated UTF-8 strings (it refuses U+FFFD and control
+            # characters), so "non-UTF-8 ids" arrive as odd characters in the name and
+            # undecodable bytes in the data
+            f"{ids}/{bad}_h\u00f6st-\u2603": b"\xc3\x28\xa0\xa1",
             f"{offsets}/0": b"not-a-number",
             f"{offsets}/1": b"7" * 1_000_000,
             f"/consumers/{bad}/owners/{topic}/99": b"someone",
