@@ -91,7 +91,7 @@ class ZooKeeperSettings(_Section):
             return v
         if info.data.get("password") is not None:
             raise ValueError("set zookeeper.password or zookeeper.password_file, not both")
-        _read_zk_password_file(v, ValueError)
+        read_secret_file(v, "ZooKeeper password", ValueError)
         return v
 
     @field_validator("acl")
@@ -121,7 +121,7 @@ class ZooKeeperSettings(_Section):
         if self.password is not None:
             return self.password.get_secret_value()
         if self.password_file is not None:
-            return _read_zk_password_file(self.password_file, ConfigError)
+            return read_secret_file(self.password_file, "ZooKeeper password", ConfigError)
         return None
 
     def acl_mode(self) -> str:
@@ -131,15 +131,16 @@ class ZooKeeperSettings(_Section):
         return "bridge-writable" if self.auth_scheme and self.username else "open"
 
 
-def _read_zk_password_file(path: Path, error: type[Exception]) -> str:
-    """The secret in ``path``; ``error`` names the file (never its content) when it fails."""
+def read_secret_file(path: Path, what: str, error: type[Exception]) -> str:
+    """The secret in ``path`` (one trailing newline ignored); ``error`` names ``what`` and the
+    file, never its content, when it cannot be read or is empty."""
     try:
         secret = path.read_text().rstrip("\r\n")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise error(f"ZooKeeper password file {path} cannot be read: {reason}") from None
+        raise error(f"{what} file {path} cannot be read: {reason}") from None
     if not secret:
-        raise error(f"ZooKeeper password file {path} is empty")
+        raise error(f"{what} file {path} is empty")
     return secret
 
 
@@ -167,27 +168,15 @@ class KafkaSettings(_Section):
             return v
         if info.data.get("sasl_password") is not None:
             raise ValueError("set kafka.sasl_password or kafka.sasl_password_file, not both")
-        cls._read_password_file(v, ValueError)
+        read_secret_file(v, "SASL password", ValueError)
         return v
-
-    @staticmethod
-    def _read_password_file(path: Path, error: type[Exception]) -> str:
-        """The secret in ``path``; ``error`` names the file (never its content) when it fails."""
-        try:
-            secret = path.read_text().rstrip("\r\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise error(f"SASL password file {path} cannot be read: {reason}") from None
-        if not secret:
-            raise error(f"SASL password file {path} is empty")
-        return secret
 
     def sasl_secret(self) -> str | None:
         """The SASL password, from ``sasl_password`` or read now from ``sasl_password_file``."""
         if self.sasl_password is not None:
             return self.sasl_password.get_secret_value()
         if self.sasl_password_file is not None:
-            return self._read_password_file(self.sasl_password_file, ConfigError)
+            return read_secret_file(self.sasl_password_file, "SASL password", ConfigError)
         return None
 
     def client_options(self) -> dict[str, Any]:

@@ -30,11 +30,18 @@ class PolledConsumer:
     """A kafka-python consumer kept alive by a polling thread, committing as it goes."""
 
     def __init__(
-        self, bootstrap: str, group: str, topics: list[str], client_id: str, assignors=None
+        self,
+        bootstrap: str,
+        group: str,
+        topics: list[str],
+        client_id: str,
+        assignors=None,
+        **client,
     ) -> None:
+        """``client``: further kafka-python options (security settings, another bootstrap)."""
         self.consumer = KafkaConsumer(
             *topics,
-            bootstrap_servers=bootstrap.split(","),
+            **{"bootstrap_servers": bootstrap.split(","), **client},
             group_id=group,
             client_id=client_id,
             auto_offset_reset="earliest",

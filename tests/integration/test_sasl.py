@@ -11,17 +11,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 from kazoo.exceptions import NoNodeError
 
 from bridge.kafka.sasl import sasl_refusal
 from tests.conftest import ROOT, wait_for
-from tests.integration.test_group_mirror import converged
+from tests.integration.test_group_mirror import PolledConsumer, converged
 
 pytestmark = pytest.mark.integration
 
@@ -60,37 +59,6 @@ def registrations(zk) -> dict[int, dict]:
         return {}
 
 
-class SaslConsumer:
-    """A kafka-python group member over SASL, polling and auto-committing in a thread."""
-
-    def __init__(self, stack, group: str, topic: str) -> None:
-        self.consumer = KafkaConsumer(
-            topic,
-            group_id=group,
-            client_id="sasl-member",
-            auto_offset_reset="earliest",
-            enable_auto_commit=True,
-            auto_commit_interval_ms=200,
-            heartbeat_interval_ms=500,
-            session_timeout_ms=6000,
-            **sasl_client(stack),
-        )
-        self.consumed = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for records in self.consumer.poll(200).values():
-                self.consumed += len(records)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
-
-
 def test_bridge_over_sasl_mirrors_registry_with_plaintext_endpoints_and_groups(
     stack, zk, admin, start_bridge, topic_name
 ):
@@ -104,7 +72,9 @@ def test_bridge_over_sasl_mirrors_registry_with_plaintext_endpoints_and_groups(
     producer.close()
 
     bridge = start_bridge(bootstrap=stack.sasl_bootstrap_servers, env=bridge_env(stack))
-    consumer = SaslConsumer(stack, group, topic)
+    consumer = PolledConsumer(
+        stack.bootstrap_servers, group, [topic], "sasl-member", **sasl_client(stack)
+    )
     try:
         # the registry: every broker, with its PLAINTEXT endpoint only
         def plaintext_registry():
