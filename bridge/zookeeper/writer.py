@@ -116,9 +116,10 @@ class FencedWriter:
         that succeeded are reflected in ``known`` before the error is raised.
         """
         pending: set[str] = set()
+        dropped: set[str] = set()  # markers deleted earlier in this apply
         sent = []
         for batch in _batches(ops):
-            txn, owners, slots, created = self._build(batch, pending)
+            txn, owners, slots, created = self._build(batch, pending, dropped)
             sent.append((batch, owners, slots, created, txn.commit_async()))
         failure: BaseException | None = None
         for batch, owners, slots, created, result in sent:
@@ -131,7 +132,7 @@ class FencedWriter:
         if failure is not None:
             raise failure
 
-    def _build(self, batch: list[ZkOp], pending: set[str]):
+    def _build(self, batch: list[ZkOp], pending: set[str], dropped: set[str]):
         """One transaction: the epoch check, then each op with its ledger marker."""
         txn = self.client.transaction()
         txn.check(self.epoch.path, self.epoch.version)
@@ -151,7 +152,14 @@ class FencedWriter:
                     add(txn.create, m, b"", op=op)
                     created.add(m)
                 slots.append((add(txn.create, op.path, op.data, ephemeral=op.ephemeral, op=op), op))
-                if op.path in self.ledger.owned:
+                if marker in dropped:
+                    # re-created in the same apply (ephemeral <-> persistent): the Delete
+                    # before took the marker with it, so it is created again
+                    add(txn.create, marker, OWNED, op=op)
+                    dropped.discard(marker)
+                    pending.add(marker)
+                    created.add(marker)
+                elif op.path in self.ledger.owned:
                     pass  # marker survived the node (an ephemeral of an expired session)
                 elif marker in self.ledger.markers or marker in pending:
                     add(txn.set_data, marker, OWNED, op=op)  # was only a parent marker
@@ -164,6 +172,8 @@ class FencedWriter:
             else:
                 slots.append((add(txn.delete, op.path, op.version, op=op), op))
                 add(txn.delete, marker, op=op)
+                dropped.add(marker)
+                pending.discard(marker)
         return txn, owners, slots, created
 
     def _finish(self, batch, owners, slots, created, results, known: dict[str, Node]) -> None:

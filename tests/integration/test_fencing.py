@@ -9,7 +9,7 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from bridge.decide.plan import Create, Node, SetData
+from bridge.decide.plan import Create, Delete, Node, SetData
 from bridge.zookeeper.fence import Fenced, claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
@@ -77,3 +77,32 @@ def test_paused_leader_is_replaced_and_steps_down_on_resume(stack, zk, start_bri
     assert first.proc.poll() is None, "the old leader keeps running as a standby"
     epoch = zk.get("/kafka-zk-bridge/epoch")[0]
     assert b'"epoch": 2' in epoch or b'"epoch":2' in epoch
+
+
+def test_a_node_recreated_in_one_batch_stays_in_the_ledger(stack, chroot):
+    """Ephemeral -> persistent (an old consumer joins a mirrored group) is a Delete and a
+    Create of one path in one batch; the node must still be the bridge's afterwards (I4),
+    or the next pass would take the bridge's own mirrored id for an old consumer."""
+    zk = KazooClient(stack.zk_connect + chroot)
+    zk.start()
+    try:
+        writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "a"), Ledger(ROOT))
+        known: dict[str, Node] = {}
+        path = "/consumers/g/ids/g_~~m1"
+        zk.ensure_path("/consumers/g/ids")
+        writer.apply([Create(path, b"{}", ephemeral=True)], known)
+        assert zk.exists(path).ephemeralOwner
+        writer.apply([Delete(path, known[path].version), Create(path, b"{}")], known)
+        assert not zk.exists(path).ephemeralOwner  # persistent now
+        fresh = Ledger(ROOT)  # what a successor (or the next resync) reads
+        fresh.load(zk, ["/consumers"])
+        assert path in fresh.owned
+        # and back: persistent -> ephemeral
+        writer.apply(
+            [Delete(path, known[path].version), Create(path, b"{}", ephemeral=True)], known
+        )
+        fresh = Ledger(ROOT)
+        fresh.load(zk, ["/consumers"])
+        assert path in fresh.owned and zk.exists(path).ephemeralOwner
+    finally:
+        zk.stop()
