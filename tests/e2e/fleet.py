@@ -88,14 +88,20 @@ class Fleet:
         except KafkaError as exc:
             kafka = f"describe failed: {exc!r}"
         owners = f"/consumers/{self.group}/owners/{self.topic}"
-        zk = sorted(self.zk.get_children(owners)) if self.zk.exists(owners) else []
+        zk = {
+            p: self.zk.get(f"{owners}/{p}")[0].decode(errors="replace")[-40:]
+            for p in (self.zk.get_children(owners) if self.zk.exists(owners) else [])
+        }
         return f"Kafka {kafka}; expected {sum(self.threads.values())}; ZK owners {zk}"
 
     def change(self, label: str, action) -> float:
         """Apply one membership change and wait until both sides settle; returns the wait."""
         action()
         t0 = time.monotonic()
-        wait_for(self.settled, 90, 0.2, f"group settled after '{label}'")
+        try:
+            wait_for(self.settled, 90, 0.2, f"group settled after '{label}'")
+        except AssertionError:
+            raise AssertionError(f"not settled after '{label}': {self.describe()}") from None
         self.steps.append(label)
         return time.monotonic() - t0
 
