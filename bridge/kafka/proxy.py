@@ -208,8 +208,9 @@ class ProxyMember(BaseCoordinator):
         """Keep the member joined: rejoin whenever the coordinator asks for it."""
         while not self.closed:
             try:
-                if self.need_rejoin() or self.coordinator_unknown():
-                    await self.ensure_active_group_async(timeout_ms=5000)
+                # as a consumer's poll() does: (re)start the heartbeat loop if it ended,
+                # find the coordinator, rejoin when asked; a no-op when all is well
+                await self.ensure_active_group_async(timeout_ms=5000)
                 # the loop is this member's "poll": without it the heartbeat thread would
                 # leave the group every max_poll_interval_ms as if the consumer had stalled
                 self.poll_heartbeat()
