@@ -321,6 +321,16 @@ class Devstack:
             self._start_zookeeper(classpath)
         else:
             self._start_kafka(int(name.rsplit("-", 1)[1]), classpath)
+            # a broker restarted right after a stop can die on what its predecessor left
+            # (a port or lock not yet released): give it one more start, a moment later
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.alive(name):
+                time.sleep(0.5)
+            if not self.alive(name):
+                self._reap(name)
+                print(f"{name} exited at start; starting it once more:\n{self._why(name)}")
+                time.sleep(3)
+                self._start_kafka(int(name.rsplit("-", 1)[1]), classpath)
         self.state.save(self.state_file)
 
     def pause(self, name: str) -> None:
@@ -349,11 +359,18 @@ class Devstack:
 
     def _check_running(self, name: str) -> None:
         if not self.alive(name):
-            tail = ""
-            for f in (self.dir / name / "stdout.log", self._log(name)):
-                if f.exists():
-                    tail += f.read_text(errors="replace")[-1500:]
-            raise StackError(f"{name} exited during start-up; see {self.dir / name}:\n{tail}")
+            raise StackError(
+                f"{name} exited during start-up; see {self.dir / name}:\n{self._why(name)}"
+            )
+
+    def _why(self, name: str) -> str:
+        """The ERROR/FATAL lines of a process's logs (the cause), else their tail."""
+        text = ""
+        for f in (self.dir / name / "stdout.log", self._log(name)):
+            if f.exists():
+                text += f.read_text(errors="replace")
+        errors = [ln for ln in text.splitlines() if " ERROR " in ln or " FATAL " in ln]
+        return "\n".join(errors[:10])[:3000] if errors else text[-1500:]
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         home = self.dir / name
