@@ -317,20 +317,24 @@ class Devstack:
         if self.alive(name):
             return
         classpath = ensure_classpath("kafka")
-        if name == "zookeeper":
-            self._start_zookeeper(classpath)
-        else:
-            self._start_kafka(int(name.rsplit("-", 1)[1]), classpath)
-            # a broker restarted right after a stop can die on what its predecessor left
-            # (a port or lock not yet released): give it one more start, a moment later
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self.alive(name):
-                time.sleep(0.5)
-            if not self.alive(name):
-                self._reap(name)
-                print(f"{name} exited at start; starting it once more:\n{self._why(name)}")
-                time.sleep(3)
+
+        def spawn() -> None:
+            if name == "zookeeper":
+                self._start_zookeeper(classpath)
+            else:
                 self._start_kafka(int(name.rsplit("-", 1)[1]), classpath)
+
+        spawn()
+        # a server restarted right after a stop can die on what its predecessor left (a
+        # port or lock not yet released): give it one more start, a moment later
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.alive(name):
+            time.sleep(0.5)
+        if not self.alive(name):
+            self._reap(name)
+            print(f"{name} exited at start; starting it once more:\n{self._why(name)}")
+            time.sleep(3)
+            spawn()
         self.state.save(self.state_file)
 
     def pause(self, name: str) -> None:

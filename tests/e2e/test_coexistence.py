@@ -218,7 +218,7 @@ def test_the_i1_check_sees_double_ownership_without_coexistence(
     }
     try:
         try:
-            wait_for(lambda: all(len(c.messages) > 50 for c in consumers.values()), 60, 0.5)
+            wait_for(lambda: all(len(c.messages) > 50 for c in consumers.values()), 150, 0.5)
         except AssertionError:
             state = {n: (len(c.messages), c.lines[-3:]) for n, c in consumers.items()}
             raise AssertionError(f"both consumers should consume: {state}") from None
