@@ -13,11 +13,13 @@ Both sides produce the same thing: the latest offset per (group, topic, partitio
 respecting tombstones, each group's last metadata, and the record count per key/value
 version. The baseline is one Python process reading the dump with pyarrow and decoding
 every record with :mod:`bridge.audit.records` into a dict. The Spark side is the pipeline's
-stage 1 (:func:`bridge.audit.pipeline.decode_and_aggregate` and the compactions), timed from
-reading the dump to the last row written; the JVM start is timed apart, and one untimed run
-per size warms it up. Each side runs ``--repeat`` times per size and the best run counts (on
-a shared machine the least disturbed one). Printed: records/s for both, the ratio, and how
-the cost per record changes from the smallest to the largest size (1.0 = linear growth).
+stage 1, :func:`bridge.audit.pipeline.decode_and_compact` (the raw aggregation, then the
+latest records decoded and compacted, the version counts collected), and the sizes of its
+offsets and groups tables read back; timed from reading the dump to the last row out. The
+JVM start is timed apart, and one untimed run per size warms it up. Each side runs
+``--repeat`` times per size and the best run counts (on a shared machine the least
+disturbed one). Printed: records/s for both, the ratio, and how the cost per record changes
+from the smallest to the largest size (1.0 = linear growth).
 """
 
 from __future__ import annotations
@@ -234,29 +236,20 @@ def spark_side(spark, path: Path) -> tuple[float, dict]:
     """The pipeline's stage 1 on a dump, forced to completion."""
     from pyspark.sql import functions as F
 
-    from bridge.audit.pipeline import (
-        aggregate_raw,
-        compact_groups,
-        compact_offsets,
-        decode_and_aggregate,
-        dump_source,
-        record_versions,
-    )
+    from bridge.audit.pipeline import decode_and_compact, dump_source
 
     t = time.perf_counter()
     src = dump_source(spark, path)
-    raw = aggregate_raw(src).cache()
-    decoded = decode_and_aggregate(src, raw).cache()
-    offsets = compact_offsets(decoded)
-    counts = offsets.agg(
+    # decodes and compacts, keeps the result and collects the version counts
+    stage1 = decode_and_compact(src)
+    # the compactions' sizes, read back in one query
+    offsets = stage1.offsets.agg(
         F.count(F.lit(1)).alias("keys"), F.count("kafka_offset").alias("live")
-    ).first()
-    n_groups = compact_groups(decoded).count()
-    record_versions(decoded).collect()
+    )
+    counts = offsets.crossJoin(stage1.groups.agg(F.count(F.lit(1)).alias("groups"))).first()
     took = time.perf_counter() - t
-    decoded.unpersist()
-    raw.unpersist()
-    return took, {"keys": counts["keys"], "live": counts["live"], "groups": n_groups}
+    stage1.unpersist()
+    return took, {k: counts[k] for k in ("keys", "live", "groups")}
 
 
 def _first(pair: tuple[float, dict]) -> float:

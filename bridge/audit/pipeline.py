@@ -5,14 +5,17 @@ Stages (each logs a line when it starts and when it is done):
 1. **decode and compact** - the topic is read as a batch (Spark's Kafka source, or a dump).
    Records are first grouped by their raw key bytes and value version prefix - Spark only
    compares bytes here, natively, with fixed-width aggregates - keeping the count,
-   first/last timestamp and the position of the latest record of each; a join then fetches
-   those latest records. Only they go through the one decoder (:mod:`bridge.audit.records`,
-   in a ``mapInArrow`` worker), so the Python cost grows with the number of distinct keys,
-   not with the billions of commits. A Kafka source is read once and kept (spilling to
-   disk) for the later passes. Then the decoded rows are
-   compacted to the latest record per (group, topic, partition) and per group, as the group
-   coordinator would load them: a tombstone last means deleted. Every record is counted by
-   key and value version; versions the decoder does not know are counted, never fatal.
+   first/last timestamp and the position of the latest record of each pair. A second read
+   of the records then picks out those latest records (a broadcast join below 2M pairs:
+   only they leave the scan) and spreads them over the cores by the group id bytes of
+   their key; one ``mapInArrow`` worker per partition decodes each distinct key once with
+   the one decoder (:mod:`bridge.audit.records`) and compacts the partition's pairs as the
+   group coordinator would load them: the latest record per (group, topic, partition) and
+   per group, a tombstone last meaning deleted. Only the records compaction keeps have
+   their values decoded, so the Python cost grows with the number of distinct keys, not
+   with the billions of commits, and no aggregation is left after the decoder. Every record
+   is counted by key and value version; versions the decoder does not know are counted,
+   never fatal. A Kafka source is read once and kept (spilling to disk) for later passes.
 2. **snapshot** - the ZooKeeper side, as written by ``zk-bridge snapshot``.
 3. **log-end offsets** - for every topic either store mentions (kafka-python admin, or the
    dump's ``log_end_offsets.jsonl``).
@@ -27,6 +30,7 @@ Stages (each logs a line when it starts and when it is done):
 from __future__ import annotations
 
 import atexit
+import functools
 import glob
 import json
 import logging
@@ -48,6 +52,7 @@ from bridge.audit import snapshot as snapmod
 from bridge.audit.records import (
     GroupMetadataKey,
     GroupMetadataValue,
+    Key,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_key,
@@ -281,50 +286,78 @@ DECODED_SCHEMA = (
     "commit_offset BIGINT, commit_timestamp BIGINT, commit_metadata STRING, "
     "leader_epoch INT, expire_timestamp BIGINT, "
     "protocol_type STRING, protocol STRING, generation INT, members INT, "
-    "member_topics ARRAY<STRING>, error STRING"
+    "member_topics ARRAY<STRING>, error STRING, "
+    # set by the compaction (see compact_rows)
+    "kept BOOLEAN, kafka_commits BIGINT, kafka_tombstones BIGINT, "
+    "kafka_first_commit_ts BIGINT, kafka_last_record_ts BIGINT"
 )
 
 
-def decode_row(key: bytes, vhead: bytes | None, latest_value: bytes | None) -> dict[str, Any]:
-    """Decoded fields of one (raw key, value version) group and its latest value."""
-    out: dict[str, Any] = {}
+def key_fields(key: bytes) -> tuple[dict[str, Any], Key | None]:
+    """A raw key's decoded fields, and the key (None when undecodable)."""
     try:
         k = decode_key(key)
     except RecordError as exc:
-        return {"key_kind": UNDECODABLE, "value_kind": UNDECODABLE, "error": str(exc)}
-    out["key_kind"], out["key_version"] = k.kind, k.version
+        return {"key_kind": UNDECODABLE, "value_kind": UNDECODABLE, "error": str(exc)}, None
+    out: dict[str, Any] = {"key_kind": k.kind, "key_version": k.version}
     if isinstance(k, OffsetCommitKey | GroupMetadataKey):
         out["group"] = k.group
     if isinstance(k, OffsetCommitKey):
         out["topic"], out["partition"] = k.topic, k.partition
+    return out, k
+
+
+def pair_fields(
+    fields: dict[str, Any], k: Key | None, vhead: bytes | None
+) -> tuple[dict[str, Any], Key | None]:
+    """A (raw key, value version) pair's fields from its :func:`key_fields`, values unread.
+
+    The second item is the key when the pair's values are for :func:`value_fields` to read,
+    else None (undecodable key or version, tombstone, version this decoder does not know).
+    """
+    out = dict(fields)
+    if k is None:
+        return out, None
     if vhead is None:
         out["value_kind"] = TOMBSTONE
-        return out
-    try:
-        version = value_version(vhead)
-    except RecordError as exc:
-        out["value_kind"], out["error"] = UNDECODABLE, str(exc)
-        return out
+        return out, None
+    version, error = _value_version(bytes(vhead))
+    if error is not None:
+        out["value_kind"], out["error"] = UNDECODABLE, error
+        return out, None
     out["value_version"] = version
     out["value_kind"] = value_kind(k, version)
     if out["value_kind"] == "unknown":
-        return out
+        return out, None
+    return out, k
+
+
+@functools.lru_cache(maxsize=256)
+def _value_version(vhead: bytes) -> tuple[int | None, str | None]:
+    """:func:`value_version` of a value's first two bytes, or its error (few distinct)."""
     try:
-        v = decode_value(k, latest_value)
+        return value_version(vhead), None
     except RecordError as exc:
-        out["error"] = str(exc)
-        return out
+        return None, str(exc)
+
+
+def value_fields(k: Key, value: bytes | None) -> dict[str, Any]:
+    """The decoded fields of a value under key ``k`` (an ``error`` when it does not decode)."""
+    try:
+        v = decode_value(k, value)
+    except RecordError as exc:
+        return {"error": str(exc)}
     if isinstance(v, OffsetCommitValue):
-        out |= {
+        return {
             "commit_offset": v.offset,
             "commit_timestamp": v.commit_timestamp,
             "commit_metadata": v.metadata,
             "leader_epoch": v.leader_epoch,
             "expire_timestamp": v.expire_timestamp,
         }
-    elif isinstance(v, GroupMetadataValue):
+    if isinstance(v, GroupMetadataValue):
         s = summarize_group(v)
-        out |= {
+        out: dict[str, Any] = {
             "protocol_type": s.protocol_type,
             "protocol": s.protocol,
             "generation": s.generation,
@@ -333,36 +366,158 @@ def decode_row(key: bytes, vhead: bytes | None, latest_value: bytes | None) -> d
         }
         if s.bad_members:
             out["error"] = "; ".join(s.bad_members)[:2000]
+        return out
+    return {}
+
+
+def decode_row(key: bytes, vhead: bytes | None, latest_value: bytes | None) -> dict[str, Any]:
+    """Decoded fields of one (raw key, value version) group and its latest value."""
+    out, k = pair_fields(*key_fields(key), vhead)
+    if k is not None:
+        out |= value_fields(k, latest_value)
     return out
 
 
+def compaction_key(row: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What the group coordinator compacts a decoded row under; None for other keys."""
+    if row["key_kind"] == "offset_commit":
+        return ("offset_commit", row["group"], row["topic"], row["partition"])
+    if row["key_kind"] == "group_metadata":
+        return ("group_metadata", row["group"])
+    return None
+
+
+def compact_rows(rows: list[dict[str, Any]], positions: list[tuple[int, int] | None]) -> None:
+    """Compact decoded rows in place, as the group coordinator loads the topic.
+
+    ``rows`` are :func:`decode_row` results, one per (raw key, value version) pair with its
+    ``records``, ``first_ts`` and ``last_ts``, and ``positions[i]`` is (partition, offset) of
+    the latest record of ``rows[i]`` (None when it was not found). Per (group, topic,
+    partition) of the offset commit keys and per group of the group metadata keys, the row
+    whose latest record comes last in the log gets ``kept=True`` - a tombstone kept means
+    deleted - and, for offset commits, the counts over all of the key's rows: records that
+    are commits and tombstones, first commit and last commit time. A pair with no position
+    never beats one with a position. Every row of one key must be in ``rows``.
+    """
+    # per compaction key: [row kept, its position, commits, tombstones, first, last]
+    state: dict[tuple[Any, ...], list[Any]] = {}
+    for i, row in enumerate(rows):
+        ck = compaction_key(row)
+        if ck is None:
+            continue
+        pos = positions[i]
+        st = state.get(ck)
+        if st is None:
+            st = state[ck] = [i, pos, 0, 0, None, None]
+        elif pos is not None and (st[1] is None or st[1] < pos):
+            st[0], st[1] = i, pos
+        if ck[0] != "offset_commit":
+            continue
+        if row["value_kind"] == TOMBSTONE:
+            st[3] += row["records"]
+        else:
+            st[2] += row["records"]
+            if st[4] is None or row["first_ts"] < st[4]:
+                st[4] = row["first_ts"]
+            if st[5] is None or row["last_ts"] > st[5]:
+                st[5] = row["last_ts"]
+    for ck, (i, _, commits, tombstones, first, last) in state.items():
+        row = rows[i]
+        row["kept"] = True
+        if ck[0] == "offset_commit":
+            row["kafka_commits"], row["kafka_tombstones"] = commits, tombstones
+            row["kafka_first_commit_ts"], row["kafka_last_record_ts"] = first, last
+
+
+COMPACTED_AWAY = "the latest record was compacted away while the audit read it"
+
+
 def _decode_batches(batches: Iterator[Any]) -> Iterator[Any]:
-    """mapInArrow body: raw-key aggregates in, decoded rows out (runs in Python workers)."""
+    """mapInArrow body: a partition's pairs in, decoded and compacted rows out.
+
+    Runs in Python workers. The partition holds every pair of its groups (see
+    :func:`decode_latest`), so it is compacted whole: each distinct key is decoded once,
+    each pair's value version read, the rows compacted (:func:`compact_rows`), and only
+    the values of the rows compaction keeps are decoded - the others are counted, their
+    values never read. Rows go back once all are in.
+    """
+    import gc
+
+    from bridge.audit.pipeline import _decode_partition
+
+    # the rows held until the partition is in are many small dicts and no cycles: the
+    # collector would scan them all over again as they pile up
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield from _decode_partition(batches)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode_partition(batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
-    from bridge.audit.pipeline import DECODED_ARROW, decode_row
+    from bridge.audit.pipeline import (
+        COMPACTED_AWAY,
+        DECODED_ARROW,
+        UNDECODABLE,
+        compact_rows,
+        key_fields,
+        pair_fields,
+        value_fields,
+    )
 
     names = DECODED_ARROW.names
     passed = ("key", "records", "first_ts", "last_ts", "latest_partition", "latest_offset")
+    batches_in: list[tuple[Any, list[dict[str, Any]]]] = []
+    rows: list[dict[str, Any]] = []
+    positions: list[tuple[int, int] | None] = []
+    values: dict[int, tuple[Any, bytes | None]] = {}  # row -> (key, value) to decode
+    keys_seen: dict[bytes, tuple[dict[str, Any], Any]] = {}
     for batch in batches:
-        vheads = batch.column("vhead").to_pylist()
-        values = batch.column("latest_value").to_pylist()
-        found = batch.column("latest_partition").is_valid().to_pylist()
-        keys = batch.column("key").to_pylist()
-        rows = []
-        for key, vhead, value, ok in zip(keys, vheads, values, found, strict=True):
-            if ok:
-                rows.append(decode_row(key, vhead, value))
+        cols = [
+            batch.column(n).to_pylist()
+            for n in (
+                "key",
+                "vhead",
+                "latest_value",
+                "latest_partition",
+                "latest_offset",
+                "records",
+                "first_ts",
+                "last_ts",
+            )
+        ]
+        start = len(rows)
+        for key, vhead, value, part, offset, n, first, last in zip(*cols, strict=True):
+            known = keys_seen.get(key)
+            if known is None:
+                known = keys_seen[key] = key_fields(key)
+            if part is not None:
+                row, k = pair_fields(*known, vhead)
+                if k is not None:
+                    values[len(rows)] = (k, value)
+                positions.append((part, offset))
             else:
-                row = decode_row(key, None, None)
+                row, _ = pair_fields(*known, None)
                 row["value_kind"] = UNDECODABLE
-                row["error"] = "the latest record was compacted away while the audit read it"
-                rows.append(row)
-        out = {n: batch.column(n) for n in (*passed, "latest_ts")}
-        for n in names:
-            if n not in out:
-                out[n] = pa.array([r.get(n) for r in rows], DECODED_ARROW.field(n).type)
-        yield pa.RecordBatch.from_arrays([out[n] for n in names], schema=DECODED_ARROW)
+                row["error"] = COMPACTED_AWAY
+                positions.append(None)
+            row["records"], row["first_ts"], row["last_ts"] = n, first, last
+            rows.append(row)
+        batches_in.append((batch, rows[start:]))
+    compact_rows(rows, positions)
+    for i, (k, value) in values.items():
+        if rows[i].get("kept"):
+            rows[i] |= value_fields(k, value)
+    passed = (*passed, "latest_ts")
+    made = pa.schema([f for f in DECODED_ARROW if f.name not in passed])
+    for batch, part_rows in batches_in:
+        out = pa.RecordBatch.from_pylist(part_rows, schema=made)
+        cols = [batch.column(n) if n in passed else out.column(n) for n in names]
+        yield pa.RecordBatch.from_arrays(cols, schema=DECODED_ARROW)
 
 
 def _decoded_arrow_schema():
@@ -376,6 +531,7 @@ def _decoded_arrow_schema():
         "INT": pa.int32(),
         "BIGINT": pa.int64(),
         "ARRAY<STRING>": pa.list_(pa.string()),
+        "BOOLEAN": pa.bool_(),
     }
     fields = [f.strip().split(" ", 1) for f in DECODED_SCHEMA.split(", ")]
     return pa.schema([(n, t[ty]) for n, ty in fields])
@@ -387,9 +543,18 @@ DECODED_ARROW = _decoded_arrow_schema()
 #: a record's position, ``partition * 2**40 + offset``: unique, and ordered like the log
 #: within a partition (a group's records all live in one partition)
 ORDER_SHIFT = 1 << 40
-#: below this many distinct key/version pairs, the latest records are found with a broadcast
-#: join (no shuffle of the records); above it, with a shuffle join
+#: below this many distinct key/version pairs, the latest records are picked out of the
+#: records as they stream past a broadcast copy of the aggregates (no shuffle of the
+#: records); above it, with a shuffle join
 BROADCAST_KEYS = 2_000_000
+#: at most this many pairs per decoding task, which holds all of them until they are compacted
+PAIRS_PER_TASK = 200_000
+
+
+def _order(partition: str = "partition", offset: str = "offset"):
+    from pyspark.sql import functions as F
+
+    return F.col(partition).cast("long") * F.lit(ORDER_SHIFT) + F.col(offset)
 
 
 def aggregate_raw(src):
@@ -400,9 +565,8 @@ def aggregate_raw(src):
     """
     from pyspark.sql import functions as F
 
-    order = F.col("partition").cast("long") * F.lit(ORDER_SHIFT) + F.col("offset")
     return (
-        src.withColumn("order", order)
+        src.withColumn("order", _order())
         .groupBy("key", F.substring("value", 1, 2).alias("vhead"))
         .agg(
             F.count(F.lit(1)).alias("records"),
@@ -413,79 +577,92 @@ def aggregate_raw(src):
     )
 
 
-def decode_and_aggregate(src, raw=None):
-    """Stage 1b: fetch each key's latest record by position and decode it (mapInArrow).
+def group_bytes():
+    """The group id's bytes in a raw key (its length prefix included), found by the JVM.
 
-    ``raw`` is :func:`aggregate_raw` of ``src``, when the caller has it materialized (its
-    size picks the join: broadcast when small).
+    Every classic key - offset commit v0 and v1, group metadata v2 - is its version (int16)
+    and then the group id (int16 length + UTF-8), so all keys of one group share these bytes,
+    whatever their kind and version. For other keys they are just some bytes of the key.
     """
     from pyspark.sql import functions as F
 
-    if raw is None:
-        raw = aggregate_raw(src).cache()
+    length = F.conv(F.hex(F.substring("key", 3, 2)), 16, 10).cast("int")
+    return F.substring("key", F.lit(3), F.lit(2) + length)
+
+
+def decode_latest(src, raw, keys: int, again=None):
+    """Stage 1b: each pair's latest record picked out of the records, decoded and compacted.
+
+    ``raw`` is :func:`aggregate_raw` of ``src``, materialized, and ``keys`` its row count,
+    which picks the join: while the pairs are few, a broadcast copy of them sits beside the
+    second read of the records and only the latest records leave it - the records are not
+    shuffled; past :data:`BROADCAST_KEYS`, a shuffle join. The latest records are then
+    spread over the cores by group id (:func:`group_bytes`), so that one ``mapInArrow``
+    worker holds every pair of a group: it decodes them and compacts them
+    (:func:`compact_rows`), and no aggregation is left to do after the decoder. ``again``:
+    rows to decode besides (the pairs :func:`decode_and_compact` found no latest record for).
+    """
+    from pyspark.sql import functions as F
+
     latest = src.select(
-        (F.col("partition").cast("long") * F.lit(ORDER_SHIFT) + F.col("offset")).alias(
-            "latest_order"
-        ),
+        _order().alias("latest_order"),
         F.col("partition").alias("latest_partition"),
         F.col("offset").alias("latest_offset"),
         F.col("timestamp_ms").alias("latest_ts"),
         F.col("value").alias("latest_value"),
     )
-    orders = raw.select("latest_order")
-    small = raw.count() < BROADCAST_KEYS
-    found = latest.join(F.broadcast(orders) if small else orders.hint("merge"), "latest_order")
-    # defensive: were a record gone between the two reads (a Kafka source is persisted, a
-    # dump does not change, so it is not), its row would have no latest value; reported
-    # as undecodable rather than read as a tombstone
-    rows = raw.join(found, "latest_order", "left")
-    return rows.mapInArrow(_decode_batches, DECODED_SCHEMA)
+    pairs = F.broadcast(raw) if keys < BROADCAST_KEYS else raw.hint("merge")
+    rows = latest.join(pairs, "latest_order").drop("latest_order")
+    if again is not None:
+        rows = rows.unionByName(again)
+    # as many tasks as cores, more when a task would hold too many pairs
+    tasks = max(src.sparkSession.sparkContext.defaultParallelism, -(-keys // PAIRS_PER_TASK))
+    return rows.repartition(tasks, group_bytes()).mapInArrow(_decode_batches, DECODED_SCHEMA)
+
+
+def _not_found(raw, decoded):
+    """The pairs of ``raw`` that ``decoded`` has no row for, with no latest record."""
+    from pyspark.sql import functions as F
+
+    found = decoded.select(_order("latest_partition", "latest_offset").alias("latest_order"))
+    return raw.join(found, "latest_order", "left_anti").select(
+        "key",
+        "vhead",
+        "records",
+        "first_ts",
+        "last_ts",
+        F.lit(None).cast("int").alias("latest_partition"),
+        F.lit(None).cast("bigint").alias("latest_offset"),
+        F.lit(None).cast("bigint").alias("latest_ts"),
+        F.lit(None).cast("binary").alias("latest_value"),
+    )
 
 
 def compact_offsets(decoded):
-    """Stage 1c: the latest offset commit per (group, topic, partition); tombstone = deleted."""
+    """Stage 1c: the latest offset commit per (group, topic, partition); tombstone = deleted.
+
+    The rows :func:`compact_rows` kept, with the counts it made over all of the key's pairs.
+    """
     from pyspark.sql import functions as F
 
-    oc = decoded.where(F.col("key_kind") == "offset_commit")
-    is_commit = F.col("value_kind") != TOMBSTONE
-    last = F.max(
-        F.struct(
-            "latest_partition",
-            "latest_offset",
-            "value_kind",
-            "value_version",
-            "commit_offset",
-            "commit_timestamp",
-            "commit_metadata",
-            "error",
-        )
-    ).alias("last")
-    agg = oc.groupBy("group", "topic", "partition").agg(
-        last,
-        F.sum(F.when(is_commit, F.col("records")).otherwise(0)).alias("kafka_commits"),
-        F.sum(F.when(~is_commit, F.col("records")).otherwise(0)).alias("kafka_tombstones"),
-        F.min(F.when(is_commit, F.col("first_ts"))).alias("kafka_first_commit_ts"),
-        F.max(F.when(is_commit, F.col("last_ts"))).alias("kafka_last_record_ts"),
-    )
-    ok = (F.col("last.value_kind") == "offset_commit") & F.col("last.error").isNull()
-    unknown = F.col("last.value_kind") == "unknown"
+    kept = decoded.where((F.col("key_kind") == "offset_commit") & F.col("kept"))
+    ok = (F.col("value_kind") == "offset_commit") & F.col("error").isNull()
+    unknown = F.col("value_kind") == "unknown"
     span_min = (F.col("kafka_last_record_ts") - F.col("kafka_first_commit_ts")) / 60000.0
-    return agg.select(
+    return kept.select(
         "group",
         "topic",
         "partition",
-        F.when(ok, F.col("last.commit_offset")).alias("kafka_offset"),
-        (F.col("last.value_kind") == TOMBSTONE).alias("kafka_deleted"),
+        F.when(ok, F.col("commit_offset")).alias("kafka_offset"),
+        (F.col("value_kind") == TOMBSTONE).alias("kafka_deleted"),
         F.when(
             unknown,
-            F.format_string(
-                "offset commit value v%d is newer than this decoder", "last.value_version"
-            ),
+            F.format_string("offset commit value v%d is newer than this decoder", "value_version"),
         )
-        .otherwise(F.col("last.error"))
+        .otherwise(F.col("error"))
         .alias("kafka_error"),
-        F.when(ok, F.col("last.commit_timestamp")).alias("kafka_last_commit_ms"),
-        F.col("last.commit_metadata").alias("kafka_metadata"),
+        F.when(ok, F.col("commit_timestamp")).alias("kafka_last_commit_ms"),
+        F.col("commit_metadata").alias("kafka_metadata"),
         "kafka_commits",
         "kafka_tombstones",
         F.when(span_min > 0, (F.col("kafka_commits") - 1) / span_min).alias(
@@ -495,49 +672,91 @@ def compact_offsets(decoded):
 
 
 def compact_groups(decoded):
-    """Stage 1d: each group's last metadata record (members, protocol); tombstone = removed."""
+    """Stage 1d: each group's last metadata record (members, protocol); tombstone = removed.
+
+    The rows :func:`compact_rows` kept.
+    """
     from pyspark.sql import functions as F
 
-    gm = decoded.where(F.col("key_kind") == "group_metadata")
-    last = F.max(
-        F.struct(
-            "latest_partition",
-            "latest_offset",
-            "value_kind",
-            "protocol_type",
-            "protocol",
-            "generation",
-            "members",
-            "member_topics",
-            "error",
-        )
-    ).alias("last")
-    return (
-        gm.groupBy("group")
-        .agg(last)
-        .select(
-            "group",
-            (F.col("last.value_kind") == TOMBSTONE).alias("kafka_group_removed"),
-            F.col("last.protocol_type").alias("kafka_protocol_type"),
-            F.col("last.protocol").alias("kafka_protocol"),
-            F.col("last.generation").alias("kafka_generation"),
-            F.coalesce(F.col("last.members"), F.lit(0)).alias("kafka_members"),
-            F.col("last.member_topics").alias("kafka_member_topics"),
-        )
+    kept = decoded.where((F.col("key_kind") == "group_metadata") & F.col("kept"))
+    return kept.select(
+        "group",
+        (F.col("value_kind") == TOMBSTONE).alias("kafka_group_removed"),
+        F.col("protocol_type").alias("kafka_protocol_type"),
+        F.col("protocol").alias("kafka_protocol"),
+        F.col("generation").alias("kafka_generation"),
+        F.coalesce(F.col("members"), F.lit(0)).alias("kafka_members"),
+        F.col("member_topics").alias("kafka_member_topics"),
     )
 
 
 def record_versions(decoded):
-    """Records counted by key and value version; ``known`` is False for what is not decoded."""
+    """Records counted by key and value version; ``known`` is False for what is not decoded.
+
+    ``pairs`` is how many (raw key, value version) pairs there were.
+    """
     from pyspark.sql import functions as F
 
     known_keys = F.col("key_kind").isin("offset_commit", "group_metadata")
     known_values = F.col("value_kind").isin("offset_commit", "group_metadata", TOMBSTONE)
     return (
         decoded.groupBy("key_kind", "key_version", "value_kind", "value_version")
-        .agg(F.sum("records").alias("records"))
+        .agg(F.sum("records").alias("records"), F.count(F.lit(1)).alias("pairs"))
         .withColumn("known", known_keys & known_values)
     )
+
+
+@dataclass
+class Compacted:
+    """Stage 1's results; ``raw`` and ``decoded`` are cached until :meth:`unpersist`."""
+
+    raw: Any
+    decoded: Any
+    #: distinct (raw key, value version) pairs
+    keys: int
+    #: :func:`record_versions`, as dicts (without ``pairs``)
+    versions: list[dict[str, Any]]
+
+    @property
+    def records(self) -> int:
+        return sum(v["records"] for v in self.versions)
+
+    @property
+    def offsets(self):
+        return compact_offsets(self.decoded)
+
+    @property
+    def groups(self):
+        return compact_groups(self.decoded)
+
+    def unpersist(self) -> None:
+        self.decoded.unpersist()
+        self.raw.unpersist()
+
+
+def decode_and_compact(src) -> Compacted:
+    """Stage 1 on ``src`` (the pipeline's five columns): two queries.
+
+    The raw aggregation is materialized and counted (the count picks the join); then
+    collecting the version counts reads the records a second time, decodes and compacts
+    (:func:`decode_latest`) and keeps the result for the later stages. Were a pair's latest
+    record gone by the second read (a Kafka source is persisted and a dump does not change,
+    so it is not), the counts would show fewer pairs than the aggregation: the job is then
+    redone with such pairs as undecodable ("compacted away") rather than lost or read as
+    tombstones.
+    """
+    raw = aggregate_raw(src).cache()
+    keys = raw.count()
+    decoded = decode_latest(src, raw, keys).cache()
+    rows = [r.asDict() for r in record_versions(decoded).collect()]
+    if sum(r["pairs"] for r in rows) != keys:
+        redone = decode_latest(src, raw, keys, again=_not_found(raw, decoded)).cache()
+        rows = [r.asDict() for r in record_versions(redone).collect()]
+        decoded.unpersist()
+        decoded = redone
+    for r in rows:
+        del r["pairs"]
+    return Compacted(raw, decoded, keys, rows)
 
 
 # -- stage 2-4: snapshot, log ends, comparison --------------------------------------------------
@@ -846,22 +1065,19 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
         # to re-read a large topic from (spills to local disk when it does not fit)
         src = kafka_source(spark, cfg.bootstrap_servers, info["kafka"], cfg.client_options)
         src = src.persist(StorageLevel.MEMORY_AND_DISK)
-    raw = aggregate_raw(src).cache()
-    decoded = decode_and_aggregate(src, raw).cache()
-    versions = [r.asDict() for r in record_versions(decoded).collect()]
-    records = sum(v["records"] for v in versions)
-    keys = raw.count()  # cached, and counted once already
+    stage1 = decode_and_compact(src)
+    decoded, versions, keys, records = stage1.decoded, stage1.versions, stage1.keys, stage1.records
     if records == 0:
         raise AuditError(f"{dumpmod.OFFSETS_TOPIC} ({where}) holds no records", 4)
     unknown = sum(v["records"] for v in versions if not v["known"])
-    kafka_offsets = compact_offsets(decoded)
-    kafka_groups = compact_groups(decoded)
+    # the rows compaction kept, read from the cached decoded table
+    kafka_offsets = stage1.offsets
+    kafka_groups = stage1.groups
     if group_filter is not None:
         kafka_offsets = kafka_offsets.where(group_filter)
         kafka_groups = kafka_groups.where(group_filter)
-    kafka_offsets = kafka_offsets.cache()
     stages.done(
-        f"{records} records, {keys} distinct key/version pairs decoded, "
+        f"{records} records of {keys} distinct key/version pairs, "
         f"{unknown} records of versions this decoder does not read"
     )
 
@@ -1037,8 +1253,9 @@ def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditRes
     summary["timings_s"] = stages.timings
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     stages.done(f"report {out / 'report.html'} ({len(html) // 1024} KiB)")
-    for df in (src, raw, decoded, kafka_offsets, zk_offsets, zk_facts, parts):
+    for df in (src, zk_offsets, zk_facts, parts):
         df.unpersist()
+    stage1.unpersist()
     return AuditResult(out, summary, groups, partitions, versions, activity)
 
 
