@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -64,12 +65,26 @@ class Ports:
 
     @classmethod
     def free(cls) -> Ports:
-        """Ten currently free loopback ports, for test stacks beside a dev stack."""
-        socks = []
+        """Ten currently free loopback ports, for test stacks beside a dev stack.
+
+        Chosen below the kernel's ephemeral range: a port from that range, once its server
+        stops for a restart, can be taken as the source port of any outgoing connection,
+        and the restarted server then cannot bind it.
+        """
         try:
-            for _ in range(10):
+            low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            low = 32768
+        rng = random.SystemRandom()
+        socks: list[socket.socket] = []
+        try:
+            while len(socks) < 10:
                 s = socket.socket()
-                s.bind(("127.0.0.1", 0))
+                try:
+                    s.bind(("127.0.0.1", rng.randrange(10000, max(low, 10001))))
+                except OSError:
+                    s.close()
+                    continue
                 socks.append(s)
             p = [s.getsockname()[1] for s in socks]
         finally:
