@@ -101,7 +101,10 @@ def zk(stack, chroot):
 def admin(stack):
     from kafka import KafkaAdminClient
 
-    a = KafkaAdminClient(bootstrap_servers=stack.bootstrap_servers.split(","))
+    # reconnect within a second of a broker's restart, as the bridge does (default: 30 s)
+    a = KafkaAdminClient(
+        bootstrap_servers=stack.bootstrap_servers.split(","), reconnect_backoff_max_ms=1000
+    )
     yield a
     a.close()
 

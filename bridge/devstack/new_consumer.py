@@ -15,6 +15,8 @@ import time
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
+from bridge.devstack.lost_join import rejoin_if_join_lost
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     consumed = 0
     while not stopping:
         batches = consumer.poll(200)
+        rejoin_if_join_lost(consumer)
         member = consumer._coordinator._generation.member_id or "?"
         for tp, records in batches.items():
             for r in records:

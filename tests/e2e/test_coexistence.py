@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 
 import pytest
-from kafka import KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
@@ -180,17 +180,34 @@ def test_old_and_new_consumers_share_a_group_without_double_ownership(
 
 def log_ends(admin, topic: str, partitions: int) -> dict[int, int]:
     """Each partition's log end offset (retried: right after a broker restart the client's
-    metadata may still name a leader it cannot reach)."""
+    metadata may still name a leader it cannot reach; after a few failures a fresh admin
+    client asks, with fresh connections, as an operator re-running a command would)."""
+    errors: list[str] = []
+    want = {TopicPartition(topic, p): -1 for p in range(partitions)}
 
     def ask() -> dict[int, int] | None:
+        fresh = len(errors) >= 3
+        client = (
+            KafkaAdminClient(
+                bootstrap_servers=admin.config["bootstrap_servers"], reconnect_backoff_max_ms=1000
+            )
+            if fresh
+            else admin
+        )
         try:
-            want = {TopicPartition(topic, p): -1 for p in range(partitions)}
-            got = admin.list_partition_offsets(want)
-        except KafkaError:
+            got = client.list_partition_offsets(want)
+        except KafkaError as e:
+            errors.append(f"{'fresh client: ' if fresh else ''}{type(e).__name__}: {e}")
             return None
+        finally:
+            if fresh:
+                client.close()
         return {tp.partition: off.offset for tp, off in got.items()}
 
-    return wait_for(ask, 60, 0.5, f"log end offsets of {topic}")
+    try:
+        return wait_for(ask, 60, 0.5, f"log end offsets of {topic}")
+    except AssertionError:
+        raise AssertionError(f"no log end offsets of {topic}; last errors: {errors[-3:]}") from None
 
 
 def test_the_i1_check_sees_double_ownership_without_coexistence(

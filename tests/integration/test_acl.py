@@ -8,11 +8,10 @@ A client authenticated with the wrong password is no better off than an anonymou
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
@@ -20,6 +19,7 @@ from kazoo.security import ACL, OPEN_ACL_UNSAFE, Permissions
 
 from bridge.decide.acl import WORLD, AclPolicy, identity, same_acl
 from tests.conftest import wait_for
+from tests.integration.test_group_mirror import PolledConsumer
 
 USER = "kzb-acl-test"
 PASSWORD = f"pw-{uuid.uuid4().hex}"  # unique, so finding it in a log means it leaked
@@ -41,34 +41,6 @@ def _client(stack, chroot, auth: tuple[str, str] | None = None) -> KazooClient:
     c = KazooClient(stack.zk_connect + chroot, auth_data=[auth] if auth else None)
     c.start()
     return c
-
-
-class Group:
-    """A kafka-python consumer group member kept alive by a polling thread."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        self.consumer = KafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap.split(","),
-            group_id=group,
-            auto_offset_reset="earliest",
-            enable_auto_commit=True,
-            auto_commit_interval_ms=200,
-            heartbeat_interval_ms=500,
-            session_timeout_ms=6000,
-        )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.consumer.poll(200)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self.consumer.close()
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:
@@ -109,7 +81,7 @@ def test_bridge_owned_nodes_are_read_only_for_everyone_else(
     producer.close()
 
     bridge = start_bridge(env=ENV)
-    members = Group(stack.bootstrap_servers, group, topic)
+    members = PolledConsumer(stack.bootstrap_servers, group, [topic], "acl-member")
     try:
         base = f"/consumers/{group}"
         wait_for(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/1/state"), 60, 0.1)

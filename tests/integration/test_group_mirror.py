@@ -7,6 +7,7 @@ plain kazoo and compared with what Kafka's admin API reports.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 
@@ -16,12 +17,15 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 from kazoo.exceptions import NoNodeError
 
+from bridge.devstack.lost_join import rejoin_if_join_lost
 from tests.conftest import wait_for
 from tests.integration.raw_group import join_raw_group
 from zkpaths import legacy_range_assign
 from zkpaths.mirror_ids import parse_mirrored
 
 pytestmark = pytest.mark.integration
+
+log = logging.getLogger(__name__)
 
 CONVERGE_S = 5.0  # generous bound for a test; latency is measured by bench/offsets
 
@@ -51,15 +55,25 @@ class PolledConsumer:
             heartbeat_interval_ms=500,
             session_timeout_ms=6000,
         )
+        self.client_id = client_id
+        self.errors: list[str] = []
         self.consumed = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        # an application's poll loop: an error is logged and polling goes on (a consumer
+        # that stops polling leaves its group, which is not what these tests are about)
         while not self._stop.is_set():
-            for records in self.consumer.poll(200).values():
-                self.consumed += len(records)
+            try:
+                for records in self.consumer.poll(200).values():
+                    self.consumed += len(records)
+                rejoin_if_join_lost(self.consumer)
+            except Exception as e:  # noqa: BLE001 - kept for the failure message
+                self.errors.append(f"{type(e).__name__}: {e}")
+                log.exception("%s: poll failed; polling again", self.client_id)
+                time.sleep(0.2)
 
     def close(self) -> None:
         self._stop.set()

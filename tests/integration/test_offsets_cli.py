@@ -22,6 +22,7 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.exceptions import NoNodeError
 
 from bridge.commands import offsets as cmd
+from bridge.devstack.lost_join import rejoin_if_join_lost
 from tests.conftest import ROOT, wait_for
 
 pytestmark = pytest.mark.integration
@@ -283,6 +284,7 @@ def test_reset_refused_on_a_live_kafka_group_and_forced_commit_is_accepted(
     def poll() -> None:
         while not stop.is_set():
             consumer.poll(200)
+            rejoin_if_join_lost(consumer)
 
     t = threading.Thread(target=poll, daemon=True)
     t.start()
