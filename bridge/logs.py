@@ -5,6 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import traceback
+
+#: client libraries whose errors are shown as their last line: a connection reset while a
+#: broker restarts is news to an operator, kafka-python's stack for it is not
+LIBRARIES = ("kafka", "kazoo")
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
@@ -18,6 +23,14 @@ def _one_line(text: str) -> str:
     return text.rstrip("\r\n").replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r")
 
 
+def _error(formatter: logging.Formatter, record: logging.LogRecord) -> str:
+    """The bridge's own exceptions with their traceback; a client library's in one line."""
+    if record.name.split(".", 1)[0] in LIBRARIES:
+        kind, value = record.exc_info[0], record.exc_info[1]
+        return "".join(traceback.format_exception_only(kind, value)).strip()
+    return formatter.formatException(record.exc_info)
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ctx = " ".join(f"{k}={v}" for k, v in _context(record).items())
@@ -27,7 +40,7 @@ class TextFormatter(logging.Formatter):
         if ctx:
             line += f" [{ctx}]"
         if record.exc_info and record.levelno >= logging.ERROR:
-            line += " error=" + self.formatException(record.exc_info)
+            line += " error=" + _error(self, record)
         return _one_line(line)
 
 
@@ -44,7 +57,7 @@ class JsonFormatter(logging.Formatter):
             },
         }
         if record.exc_info:
-            event["error"] = self.formatException(record.exc_info)
+            event["error"] = _error(self, record)
         return json.dumps(event)
 
 

@@ -34,6 +34,7 @@ import pytest
 from kafka.admin import NewTopic
 
 from tests.conftest import ROOT, wait_for
+from tests.e2e.bridges import SESSION_S, Bridges
 from tests.e2e.fleet import COMMIT_MS, Fleet
 from tests.e2e.test_coexistence import RATE, Producer, log_ends, overlaps, ownership_segments
 from tests.e2e.test_migration import OffsetWatcher
@@ -43,58 +44,12 @@ pytestmark = pytest.mark.e2e
 PARTITIONS = 6
 FAULTS = int(os.environ.get("KZB_CHAOS_FAULTS", "10"))
 SEED = int(os.environ.get("KZB_CHAOS_SEED", "20261122"))
-SESSION_S = 4.0  # the bridges' ZooKeeper session timeout
 KINDS = ("kill-9 bridge", "SIGSTOP bridge", "stop ZooKeeper", "restart broker", "cut migrate")
-BRIDGE_ENV = {
-    "ZK_BRIDGE__ZOOKEEPER__SESSION_TIMEOUT_S": str(SESSION_S),
-    "ZK_BRIDGE__ZOOKEEPER__CONNECTION_TIMEOUT_S": "30",
-}
 
 
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))] if s else float("nan")
-
-
-class Bridges:
-    """Several ``zk-bridge run`` processes of one chroot, named b1, b2, ... in start order."""
-
-    def __init__(self, start_bridge, zk) -> None:
-        self._start, self.zk = start_bridge, zk
-        self.procs: dict[str, object] = {}
-        self.takeovers: list[float] = []
-
-    def add(self) -> None:
-        name = f"b{len(self.procs) + 1}"
-        self.procs[name] = self._start(env={**BRIDGE_ENV, "ZK_BRIDGE__BRIDGE__ID": name})
-
-    def epoch(self) -> tuple[int, str]:
-        raw = self.zk.get("/kafka-zk-bridge/epoch")[0]
-        body = json.loads(raw)
-        return int(body["epoch"]), str(body.get("holder", ""))
-
-    def active(self) -> str:
-        """The bridge holding the current epoch (waits for one that is alive)."""
-
-        def holder() -> str | None:
-            try:
-                _, name = self.epoch()
-            except Exception:  # noqa: BLE001 - ZooKeeper may be coming back
-                return None
-            p = self.procs.get(name)
-            return name if p is not None and p.proc.poll() is None else None
-
-        return wait_for(holder, 60, 0.05, "a live bridge holds the epoch")
-
-    def wait_takeover(self, before: int, t0: float) -> float:
-        """Until a bridge other than the deposed one bumps the epoch; records the time."""
-        wait_for(lambda: self.epoch()[0] > before, SESSION_S + 30, 0.02, "standby takeover")
-        took = time.monotonic() - t0
-        self.takeovers.append(took)
-        return took
-
-    def logs(self) -> str:
-        return "".join(p.text() for p in self.procs.values())
 
 
 def test_nothing_lost_or_double_owned_under_injected_faults(
@@ -129,11 +84,8 @@ def test_nothing_lost_or_double_owned_under_injected_faults(
         return time.monotonic() - t0
 
     def kill_active() -> str:
-        name = bridges.active()
-        before, t0 = bridges.epoch()[0], time.monotonic()
-        bridges.procs[name].proc.kill()
-        bridges.add()  # keep two standbys
-        return f"{name} killed; takeover {bridges.wait_takeover(before, t0):.1f}s"
+        name, took = bridges.kill_active()
+        return f"{name} killed; takeover {took:.1f}s"
 
     def stop_active() -> str:
         name = bridges.active()

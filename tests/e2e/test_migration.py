@@ -19,9 +19,10 @@ from kafka.errors import KafkaError
 
 from bridge.kafka import coordinators
 from tests.conftest import wait_for
+from tests.e2e.bridges import Bridges
 from tests.e2e.fleet import COMMIT_MS, Fleet
 from tests.e2e.test_coexistence import RATE, Producer, log_ends
-from tests.integration.test_migrate import cli
+from tests.integration.test_migrate import cli, record
 
 pytestmark = pytest.mark.e2e
 
@@ -80,13 +81,25 @@ class OffsetWatcher:
         self._admin.close()
 
 
+def record_mode(zk, group: str) -> str:
+    return record(zk, group)["mode"]
+
+
+@pytest.mark.parametrize("failover", [False, True], ids=["steady", "failover-at-each-step"])
 def test_migrate_to_kafka_and_roll_back_with_nothing_lost(
-    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path, failover
 ):
+    """With ``failover``, two bridges run and the active one is killed (``kill -9``) right
+    before every step: the step is asked of the standby while it is still taking over."""
     topic = topic_name("mig")
     group = f"{topic}-g"
     admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
-    start_bridge()
+    bridges = Bridges(start_bridge, zk)
+    if failover:
+        bridges.add()
+        bridges.add()
+    else:
+        start_bridge()
     wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 30, what="topic mirrored")
     zk.ensure_path(f"/consumers/{group}/offsets/{topic}")
     watcher = OffsetWatcher(zk, stack.bootstrap_servers, group, topic)
@@ -98,16 +111,22 @@ def test_migrate_to_kafka_and_roll_back_with_nothing_lost(
         time.sleep(2)
 
     def migrate(to: str) -> None:
+        if failover:
+            killed, _ = bridges.kill_active(wait=False)
+            fleet.steps.append(f"kill -9 {killed}")
+        # the default --sync-timeout (15 s) outlasts a takeover (session + ~1 s)
         result = cli(stack, chroot, "migrate", group, "--to", to, "--lag-window", "3")
         assert result.returncode == 0, f"migrate --to {to}:\n{result.stdout}{result.stderr}"
+        assert record_mode(zk, group) == to
         fleet.steps.append(f"migrate -> {to}")
 
     try:
         change("old consumer A", lambda: fleet.old("oldA"))
         change("old consumer B", lambda: fleet.old("oldB"))
         wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 30)
-        assert b'"mode":"zookeeper"' in zk.get(f"/kafka-zk-bridge/groups/{group}")[0]
+        assert record_mode(zk, group) == "zookeeper"
         time.sleep(3)
+        epoch = bridges.epoch()[0] if failover else 0
         migrate("dual")
         change("new consumer N1", lambda: fleet.new("newN1"))
         change("stop old A", lambda: fleet.stop("oldA"))
@@ -143,6 +162,10 @@ def test_migrate_to_kafka_and_roll_back_with_nothing_lost(
     )
     assert regressions == [], regressions[:10]
     assert all(counts[(p, o)] for p, e in ends.items() for o in range(e))
-    handovers = sum(1 for s in steps if not s.startswith("migrate"))
+    if failover:  # every step was answered by a bridge that took over during it
+        kills = sum(1 for s in steps if s.startswith("kill"))
+        assert kills == 4 and bridges.epoch()[0] >= epoch + kills
+        assert "Traceback" not in bridges.logs()
+    handovers = sum(1 for s in steps if not s.startswith(("migrate", "kill")))
     window = handovers * RATE * (COMMIT_MS / 1000 + 1.0)
     assert duplicates <= window, f"{duplicates} duplicates exceed the window of {window:.0f}"
