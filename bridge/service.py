@@ -25,6 +25,7 @@ from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
+from bridge.logs import FailureStreak
 from bridge.metrics import METRICS
 from bridge.zookeeper.acl import announce, repair_acls
 from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
@@ -238,6 +239,7 @@ class Bridge:
         last_resync = time.monotonic()
         due = {flow.name: 0.0 for flow, _ in flows}
         self.flow_intervals = {flow.name: interval for flow, interval in flows}
+        streaks = {flow.name: FailureStreak() for flow, _ in flows}
         while not self.stop_event.is_set() and not self._session_lost.is_set():
             now = time.monotonic()
             if now - last_resync > resync_every:
@@ -257,11 +259,15 @@ class Bridge:
                             )
                         self.last_ok[flow.name] = time.monotonic()
                         METRICS.flow_last_success.labels(flow=flow.name).set_to_current_time()
+                        recovered = streaks[flow.name].success(self.last_ok[flow.name])
+                        if recovered:
+                            log.info("%s flow %s", flow.name, recovered)
                     except (Fenced, ConnectionLoss, SessionExpiredError):
                         raise
                     except Exception as exc:  # noqa: BLE001 - one bad tick must not kill the bridge
-                        METRICS.kafka_errors.labels(kind=type(exc).__name__).inc()
-                        log.warning(
-                            "%s flow tick failed: %s: %s", flow.name, type(exc).__name__, exc
-                        )
+                        kind = type(exc).__name__
+                        METRICS.kafka_errors.labels(kind=kind).inc()
+                        note = streaks[flow.name].failure(kind, time.monotonic())
+                        if note is not None:
+                            log.warning("%s flow tick failed: %s: %s%s", flow.name, kind, exc, note)
             self.stop_event.wait(max(0.0, min(due.values()) - time.monotonic()))

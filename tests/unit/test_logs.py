@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 
-from bridge.logs import JsonFormatter, TextFormatter
+from bridge.logs import FailureStreak, JsonFormatter, RepeatFilter, TextFormatter
 
 
 def _record(
@@ -57,3 +57,68 @@ def test_client_library_errors_are_one_line_without_their_stack():
         assert "Traceback" not in kazoo
         ours = fmt.format(_record("batch failed", exc=True, logger="bridge.flows.groups"))
         assert "Traceback" in ours
+
+
+def test_client_library_repeats_are_held_back_and_counted():
+    """Kafka down: kafka-python's reconnect errors come several a second; one line per kind
+    per window passes, the next one says how many were held back; ours always pass."""
+    now = [0.0]
+    f = RepeatFilter(window_s=30, clock=lambda: now[0])
+
+    def lib(port: int) -> logging.LogRecord:
+        return logging.getLogger("kafka.net").makeRecord(
+            "kafka.net",
+            logging.ERROR,
+            __file__,
+            1,
+            "%s: Connection lost: %s",
+            (f"<conn 127.0.0.1:{port}>", "ECONNREFUSED"),
+            None,
+        )
+
+    passed = []
+    for i in range(100):  # 10 s of failures, 10 a second, each from another socket
+        now[0] = i / 10
+        r = lib(40000 + i)
+        if f.filter(r):
+            passed.append(r)
+    assert len(passed) == 1 and not hasattr(passed[0], "repeated")
+    ours = _record("registry flow tick failed", logger="bridge.service")
+    assert all(f.filter(ours) for _ in range(5))  # the bridge's own: never held back
+    other = logging.getLogger("kafka.cluster").makeRecord(
+        "kafka.cluster", logging.ERROR, __file__, 1, "Metadata refresh: failed %s", ("x",), None
+    )
+    assert f.filter(other)  # another kind passes at once
+
+    now[0] = 31.0
+    r = lib(1)
+    assert f.filter(r) and r.repeated == 99
+    assert "[repeated=99]" in TextFormatter().format(r)
+    assert json.loads(JsonFormatter().format(r))["repeated"] == 99
+    now[0] = 32.0
+    assert not f.filter(lib(2))
+
+
+def test_a_failing_flow_logs_its_first_failure_reminders_and_recovery_not_every_tick():
+    streak = FailureStreak(every_s=30)
+    assert streak.success(0.0) is None  # healthy: nothing to say
+    logged = {}
+    for i in range(600):  # Kafka down for 60 s, a tick every 0.1 s
+        note = streak.failure("NodeNotReadyError", i / 10)
+        if note is not None:
+            logged[i / 10] = note
+    assert logged == {
+        0.0: "",
+        30.0: " (failing for 30s, 301 ticks, 299 not logged)",
+    }
+    # another kind of failure is news at once
+    assert (
+        streak.failure("KafkaConnectionError", 60.0)
+        == " (failing for 60s, 601 ticks, 299 not logged)"
+    )
+    assert streak.failure("KafkaConnectionError", 60.1) is None
+    # kinds that alternate (a refused connection, then a node not ready) are news once each
+    assert streak.failure("NodeNotReadyError", 60.2) is None
+    assert streak.success(61.5) == "recovered after 61.5s and 603 failed ticks"
+    assert streak.success(62.0) is None
+    assert streak.failure("NodeNotReadyError", 100.0) == ""  # a new streak starts afresh
