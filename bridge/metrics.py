@@ -112,6 +112,12 @@ class Metrics:
             ["group"],
             registry=r,
         )
+        self.assignment_mismatches = Gauge(
+            "zkbridge_assignment_mismatches",
+            "partitions of a mixed group its leader assigned other than Kafka's range",
+            ["group"],
+            registry=r,
+        )
         self.protocol_conflicts = Gauge(
             "zkbridge_protocol_conflicts",
             "1 while a mixed group's members chose a protocol the proxies do not offer",

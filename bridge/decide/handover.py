@@ -89,6 +89,29 @@ def range_assignment(
     return dict(zkpaths.kafka_range_assign(subs, partitions, group_instance_ids=instances))
 
 
+def range_mismatch(
+    gen: JoinedGeneration, partitions: Mapping[str, int]
+) -> dict[TopicPartition, tuple[str | None, str | None]]:
+    """Partitions the group's leader gave other than Kafka's range: tp -> (given to, range's).
+
+    Old consumers compute Kafka's range over ``/ids``; a leader that assigns otherwise (a
+    kafka-python 3.0.x leader in a group with proxies, see ``bridge.kafka.range_assignor``)
+    leaves such partitions fetched by nobody, or by an old and a new consumer at once.
+    """
+    given = {tp: m for tp, m in gen.assignment.items() if tp.topic in partitions}
+    # compared over the partitions the leader knew of: a topic grown since is assigned at
+    # the leader's next metadata refresh, which is Kafka's behaviour, not a mismatch
+    known: dict[str, int] = {}
+    for tp in given:
+        known[tp.topic] = min(partitions[tp.topic], max(known.get(tp.topic, 0), tp.partition + 1))
+    expected = range_assignment(gen.members, known)
+    return {
+        tp: (given.get(tp), expected.get(tp))
+        for tp in sorted(set(expected) | set(given), key=lambda tp: (tp.topic, tp.partition))
+        if given.get(tp) != expected.get(tp)
+    }
+
+
 def new_member_threads(group: str, gen: JoinedGeneration, old: frozenset[str]) -> dict[str, str]:
     """member id -> mirrored thread id, for every member that is not a proxy."""
     return {

@@ -13,9 +13,9 @@ import sys
 import time
 
 from kafka import KafkaConsumer
-from kafka.coordinator.assignors.range import RangePartitionAssignor
 
 from bridge.devstack.lost_join import rejoin_if_join_lost
+from bridge.kafka.range_assignor import KafkaRangeAssignor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         auto_commit_interval_ms=args.auto_commit_interval_ms,
         session_timeout_ms=args.session_timeout_ms,
         heartbeat_interval_ms=max(500, args.session_timeout_ms // 6),
-        partition_assignment_strategy=(RangePartitionAssignor,),
+        # kafka-python's own range assignor drops members in a group with proxies
+        partition_assignment_strategy=(KafkaRangeAssignor,),
     )
     stopping = False
 

@@ -137,6 +137,30 @@ def _java() -> str:
     return java
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM binds
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _pids() -> list[int]:
+    return [int(d) for d in os.listdir("/proc") if d.isdigit()]
+
+
+def _runs_with(pid: int, marker: bytes) -> bool:
+    """Whether ``pid`` is a live (not zombie) process with ``marker`` in its command line."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return marker in cmdline and stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _port_open(port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout):
@@ -164,6 +188,8 @@ class Devstack:
     def __init__(self, directory: Path | str, ports: Ports | None = None) -> None:
         self.dir = Path(directory).resolve()
         self.state_file = self.dir / "stack.json"
+        #: size of each log file at the latest spawn, so a failure quotes only that run
+        self._log_marks: dict[Path, int] = {}
         if self.state_file.exists():
             self.state = StackState.load(self.state_file)
         else:
@@ -212,17 +238,8 @@ class Devstack:
 
     def down(self, timeout: float = 30.0) -> list[str]:
         """Stop the processes this stack started (and only those); return their names."""
-        names = [n for n in self.state.pids if self.alive(n)]
-        for name in names:
-            self._signal(name, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for name in names:
-            while self.alive(name) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            if self.alive(name):
-                self._signal(name, signal.SIGKILL)
-        for name in names:
-            self._reap(name)
+        names = [n for n in self.processes() if self.alive(n)]
+        self._stop(names, signal.SIGTERM, timeout)
         self.state.pids.clear()
         if self.dir.exists():
             self.state.save(self.state_file)
@@ -315,17 +332,24 @@ class Devstack:
     # ---- single-process control, used by fault tests ----------------------------------
     def stop(self, name: str, *, hard: bool = False, timeout: float = 30.0) -> None:
         """Stop one process (SIGTERM, or SIGKILL when ``hard``) and wait for it to exit."""
-        if not self.alive(name):
-            return
-        self._signal(name, signal.SIGKILL if hard else signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while self.alive(name):
-            if time.monotonic() > deadline:
-                self._signal(name, signal.SIGKILL)
-            time.sleep(0.1)
-        self._reap(name)
+        self._stop([name], signal.SIGKILL if hard else signal.SIGTERM, timeout)
         self.state.pids.pop(name, None)
         self.state.save(self.state_file)
+
+    def _stop(self, names: list[str], sig: int, timeout: float) -> None:
+        """Signal each process (and any twin found on its config), SIGKILL after ``timeout``."""
+        signalled: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while live := [n for n in names if self.alive(n)]:
+            late = time.monotonic() > deadline
+            for name in live:
+                pid = self.state.pids[name]
+                if late or pid not in signalled:
+                    self._signal(name, signal.SIGKILL if late else sig)
+                    signalled.add(pid)
+            time.sleep(0.1)
+        for name in names:
+            self._reap(name)
 
     def start(self, name: str) -> None:
         """Start one stopped process again (with the same config and data)."""
@@ -334,6 +358,7 @@ class Devstack:
         classpath = ensure_classpath("kafka")
 
         def spawn() -> None:
+            self._wait_ports_free(name)
             if name == "zookeeper":
                 self._start_zookeeper(classpath)
             else:
@@ -349,7 +374,8 @@ class Devstack:
             self._reap(name)
             print(f"{name} exited at start; starting it once more:\n{self._why(name)}")
             time.sleep(3)
-            spawn()
+            if not self.alive(name):  # never two processes on one node's config
+                spawn()
         self.state.save(self.state_file)
 
     def pause(self, name: str) -> None:
@@ -359,18 +385,22 @@ class Devstack:
         self._signal(name, signal.SIGCONT)
 
     def alive(self, name: str) -> bool:
-        """True when the recorded pid still runs *our* process (pids get reused)."""
+        """True when a process of ours runs as ``name``.
+
+        Ours means: started with this node's config file. The recorded pid is checked
+        first (pids get reused); when it is not ours, any process running with the node's
+        config is adopted, so a process the record lost (a crashed CLI, a start misread as
+        failed) is stopped by ``down`` and never gets a twin bound to the same ports.
+        """
+        marker = str(self._config_file(name)).encode()
         pid = self.state.pids.get(name)
-        if not pid:
-            return False
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-        return str(self.dir).encode() in cmdline
+        if pid and _runs_with(pid, marker):
+            return True
+        for other in _pids():
+            if other != pid and _runs_with(other, marker):
+                self.state.pids[name] = other
+                return True
+        return False
 
     # ---- internals -------------------------------------------------------------------
     def _log(self, name: str) -> Path:
@@ -383,17 +413,49 @@ class Devstack:
             )
 
     def _why(self, name: str) -> str:
-        """The ERROR/FATAL lines of a process's logs (the cause), else their tail."""
+        """The ERROR/FATAL lines this process's latest start logged (the cause), else the
+        tail of what it wrote; lines of earlier runs are left out."""
         text = ""
         for f in (self.dir / name / "stdout.log", self._log(name)):
             if f.exists():
-                text += f.read_text(errors="replace")
+                with f.open("rb") as fh:
+                    fh.seek(self._log_marks.get(f, 0))
+                    text += fh.read().decode(errors="replace")
         errors = [ln for ln in text.splitlines() if " ERROR " in ln or " FATAL " in ln]
-        return "\n".join(errors[:10])[:3000] if errors else text[-1500:]
+        if errors:
+            return "\n".join(errors[:10])[:3000]
+        return text[-1500:] if text.strip() else "(it logged nothing)"
+
+    def _config_file(self, name: str) -> Path:
+        return self.dir / name / ("zoo.cfg" if name == "zookeeper" else "server.properties")
+
+    def _node_ports(self, name: str) -> list[int]:
+        p = self.state.ports
+        if name == "zookeeper":
+            return [p.zookeeper]
+        i = int(name.rsplit("-", 1)[1]) - 1
+        return [p.brokers[i], p.controllers[i], p.sasl_brokers[i]]
+
+    def _wait_ports_free(self, name: str, timeout: float = 30.0) -> None:
+        """Wait until every port of ``name`` can be bound: a server started while one is
+        taken dies with "Unable to start acceptor" and says nothing of who holds it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            taken = [port for port in self._node_ports(name) if not _bindable(port)]
+            if not taken:
+                return
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"cannot start {name}: loopback port(s) {taken} still in use after "
+                    f"{timeout:.0f} s (another process holds them; see `ss -ltnp`)"
+                )
+            time.sleep(0.5)
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         home = self.dir / name
         home.mkdir(parents=True, exist_ok=True)
+        for f in (home / "stdout.log", self._log(name)):
+            self._log_marks[f] = f.stat().st_size if f.exists() else 0
         (home / "log4j.properties").write_text(LOG4J.replace("${logfile}", str(self._log(name))))
         out = (home / "stdout.log").open("ab")
         jvm = [

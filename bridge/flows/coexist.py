@@ -24,6 +24,7 @@ from bridge.decide.handover import (
     ZkGroupState,
     decide_mixed_group,
     range_assignment,
+    range_mismatch,
     sync_gate,
     withheld,
 )
@@ -259,6 +260,7 @@ class Coexistence:
             if group in self.retry and not sync_gate(group, gen, state, kafka_offsets).waiting:
                 self._rejoin_leader(group)
             self._check_leadership(group, view, state)
+            self._check_assignment(group, view, gen, partitions)
         else:
             return None
         decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
@@ -280,6 +282,28 @@ class Coexistence:
                 "consumers' rebalance latency (see docs/coexistence.md)",
                 "ungated",
             )
+
+    def _check_assignment(
+        self, group: str, view: GroupView, gen: JoinedGeneration, partitions: dict[str, int]
+    ) -> None:
+        """Surface a leader whose assignment is not Kafka's range (old consumers follow it)."""
+        mismatch = range_mismatch(gen, partitions)
+        METRICS.assignment_mismatches.labels(group=group).set(len(mismatch))
+        if not mismatch:
+            return
+        clients = {m.member_id: m.client_id for m in view.members}
+        tp, (given, expected) = next(iter(mismatch.items()))
+        self.report(
+            group,
+            f"the group's leader assigned {len(mismatch)} partition(s) other than Kafka's "
+            f"range, e.g. {tp.topic}-{tp.partition} to {given or 'nobody'} where range gives "
+            f"it to {expected or 'nobody'}; "
+            "old consumers follow range over /ids, so those partitions are fetched by nobody "
+            "or twice. Members' clients: "
+            f"{', '.join(sorted(set(clients.values())))}. A kafka-python 3.0.x leader does "
+            "this (its range assignor drops members); see docs/troubleshooting.md",
+            "assignment_mismatch",
+        )
 
     def _check_protocol(self, group: str, view: GroupView | None) -> bool:
         """The protocol vote, made visible: proxies offer only ``range``. True on conflict."""

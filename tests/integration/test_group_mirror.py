@@ -18,6 +18,7 @@ from kafka.errors import KafkaError
 from kazoo.exceptions import NoNodeError
 
 from bridge.devstack.lost_join import rejoin_if_join_lost
+from bridge.kafka.range_assignor import KafkaRangeAssignor
 from tests.conftest import wait_for
 from tests.integration.raw_group import join_raw_group
 from zkpaths import legacy_range_assign
@@ -82,9 +83,7 @@ class PolledConsumer:
 
 
 def _range():
-    from kafka.coordinator.assignors.range import RangePartitionAssignor
-
-    return (RangePartitionAssignor,)
+    return (KafkaRangeAssignor,)
 
 
 def kafka_view(admin, group: str) -> dict:

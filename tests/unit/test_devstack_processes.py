@@ -1,0 +1,102 @@
+"""How the devstack knows its own processes: by the config file a process runs with.
+
+Real processes stand in for the servers here (a Python sleeper whose command line names
+the node's config file, as the JVM's does); the servers themselves are exercised by the
+integration tests that stop and start brokers.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.devstack.stack import Devstack, Ports, StackError
+
+
+def sleeper(config: Path) -> subprocess.Popen:
+    config.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", str(config)],
+        start_new_session=True,
+    )
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Devstack:
+    return Devstack(tmp_path, Ports.free())
+
+
+def test_a_process_on_the_nodes_config_is_adopted_and_stopped(stack: Devstack) -> None:
+    """A broker the record lost (say a start misread as failed) is still the node's process:
+    `alive` finds it, so no twin is started on its ports, and `down` stops it."""
+    lost = sleeper(stack.dir / "kafka-2" / "server.properties")
+    try:
+        assert not stack.alive("kafka-1")
+        assert stack.alive("kafka-2")
+        assert stack.state.pids["kafka-2"] == lost.pid
+        assert stack.down() == ["kafka-2"]
+        assert not Path(f"/proc/{lost.pid}").exists()
+        assert not stack.alive("kafka-2")
+    finally:
+        lost.kill()
+
+
+def test_a_reused_pid_is_not_taken_for_the_node(stack: Devstack, tmp_path: Path) -> None:
+    other = sleeper(tmp_path / "elsewhere" / "kafka-1" / "server.properties")
+    try:
+        stack.state.pids["kafka-1"] = other.pid  # the recorded pid now runs something else
+        assert not stack.alive("kafka-1")
+        stack.down()
+        assert other.poll() is None  # down stops only what is the stack's
+    finally:
+        other.kill()
+
+
+def test_stop_kills_a_process_that_ignores_sigterm(stack: Devstack) -> None:
+    config = stack.dir / "zookeeper" / "zoo.cfg"
+    config.parent.mkdir(parents=True)
+    stubborn = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+            "print('ready', flush=True); time.sleep(120)",
+            str(config),
+        ],
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert stubborn.stdout.readline() == b"ready\n"
+        stack.stop("zookeeper", timeout=1)
+        # the stack reaps its processes, so ask /proc rather than the Popen
+        assert not Path(f"/proc/{stubborn.pid}").exists()
+        assert not stack.alive("zookeeper")
+    finally:
+        stubborn.kill()
+
+
+def test_a_start_waits_for_its_ports_and_names_the_one_held(stack: Devstack) -> None:
+    port = stack.state.ports.controllers[0]
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        with pytest.raises(StackError, match=rf"cannot start kafka-1: .*\[{port}\]"):
+            stack._wait_ports_free("kafka-1", timeout=1)
+    stack._wait_ports_free("kafka-1", timeout=1)  # released: returns at once
+
+
+def test_a_failed_start_quotes_only_its_own_run(stack: Devstack) -> None:
+    home = stack.dir / "kafka-1"
+    home.mkdir(parents=True)
+    (home / "server.log").write_text("[t0] ERROR an old run's failure (x)\n")
+    stack._spawn("kafka-1", ["-version"])  # the JVM prints its version and exits
+    os.waitpid(stack.state.pids.pop("kafka-1"), 0)
+    why = stack._why("kafka-1")
+    assert "old run" not in why
+    assert "version" in why
