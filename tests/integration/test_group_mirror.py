@@ -82,6 +82,21 @@ class PolledConsumer:
         self.consumer.close()
 
 
+def register_old_consumer(zk, group: str, topic: str) -> str:
+    """An old consumer's registration with one thread, as the 0.10 consumer writes it (an
+    ephemeral of ``zk``'s session); returns its consumer id."""
+    consumer_id = f"{group}_host-1700000000000-abcd1234"
+    zk.create(
+        f"/consumers/{group}/ids/{consumer_id}",
+        json.dumps(
+            {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
+        ).encode(),
+        makepath=True,
+        ephemeral=True,
+    )
+    return consumer_id
+
+
 def _range():
     return (KafkaRangeAssignor,)
 
@@ -256,21 +271,13 @@ def test_mirror_alone_leaves_groups_with_real_old_consumers(
     topic = topic_name("old")
     admin.create_topics([NewTopic(topic, 2, 1)])
     group = f"{topic}-mixed"
-    # an old consumer's registration, as the 0.10 consumer writes it
-    zk.create(
-        f"/consumers/{group}/ids/{group}_host-1-abcd1234",
-        json.dumps(
-            {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
-        ).encode(),
-        makepath=True,
-        ephemeral=True,
-    )
+    old = register_old_consumer(zk, group, topic)
     bridge = start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
     c = PolledConsumer(stack.bootstrap_servers, group, [topic], "newbie")
     try:
         wait_for(lambda: "old ZooKeeper consumers are registered" in bridge.text(), 30)
         time.sleep(1)
-        assert zk.get_children(f"/consumers/{group}/ids") == [f"{group}_host-1-abcd1234"]
+        assert zk.get_children(f"/consumers/{group}/ids") == [old]
         assert not zk.exists(f"/consumers/{group}/owners/{topic}")
     finally:
         c.close()

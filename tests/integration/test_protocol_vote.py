@@ -3,7 +3,6 @@ protocol vote), and a leader whose ``range`` is not Kafka's."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -14,7 +13,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
 from bridge.kafka.range_assignor import KafkaRangeAssignor
 from tests.conftest import wait_for
-from tests.integration.test_group_mirror import PolledConsumer
+from tests.integration.test_group_mirror import PolledConsumer, register_old_consumer
 from tests.integration.test_ops import free_port, metric
 
 pytestmark = pytest.mark.integration
@@ -43,14 +42,7 @@ def test_member_without_range_is_named_and_nothing_else_changes(
         )
         owners_before = sorted(zk.get_children(owners))
         # an old consumer registers: the bridge's proxy offers only range and is refused
-        old_id = f"{group}_host-1700000000000-abcd1234"
-        zk.create(
-            f"/consumers/{group}/ids/{old_id}",
-            json.dumps(
-                {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
-            ).encode(),
-            ephemeral=True,
-        )
+        register_old_consumer(zk, group, topic)
         wait_for(
             lambda: "which its members chose without 'range'" in bridge.text(),
             60,
@@ -100,14 +92,7 @@ def test_a_leader_assigning_other_than_range_is_reported(
     try:
         owners = f"/consumers/{group}/owners/{topic}"
         wait_for(lambda: zk.exists(owners), 60, what="the new-style group mirrored")
-        old_id = f"{group}_host-1700000000000-abcd1234"
-        zk.create(
-            f"/consumers/{group}/ids/{old_id}",
-            json.dumps(
-                {"version": 1, "subscription": {topic: 1}, "pattern": "static", "timestamp": "1"}
-            ).encode(),
-            ephemeral=True,
-        )
+        register_old_consumer(zk, group, topic)
 
         def two_members_stable() -> bool:
             d = admin.describe_groups([group])[group]
