@@ -260,7 +260,8 @@ class Coexistence:
             if group in self.retry and not sync_gate(group, gen, state, kafka_offsets).waiting:
                 self._rejoin_leader(group)
             self._check_leadership(group, view, state)
-            self._check_assignment(group, view, gen, partitions)
+            if group not in self.retry:  # a withheld assignment is reported as gate_timeout
+                self._check_assignment(group, view, gen, partitions)
         else:
             return None
         decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
