@@ -29,7 +29,7 @@ fi
 # Kafka 3.9 + ZooKeeper server, the 0.10.2.2 legacy consumer for end-to-end tests, and
 # Spark's Kafka source for the audit pipeline
 .venv/bin/python -c "
-from bridge.devstack.maven import ensure_classpath
+from bridge.jars import ensure_classpath
 for name in ('kafka', 'legacy', 'spark'):
     ensure_classpath(name)
 "

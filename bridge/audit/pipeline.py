@@ -95,7 +95,7 @@ def pom_spark_version() -> str:
 
 def kafka_source_jars() -> list[str]:
     """Local paths of the spark-sql-kafka jars, fetched by Maven once and cached."""
-    from bridge.devstack.maven import MavenError, ensure_classpath
+    from bridge.jars import MavenError, ensure_classpath
 
     try:
         pattern = ensure_classpath("spark")

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.devstack.maven import cache_root, ensure_classpath
 from bridge.devstack.stack import StackError, _java
+from bridge.jars import cache_root, ensure_classpath
 
 HARNESS = Path(__file__).with_name("harness") / "LegacyConsumer.java"
 

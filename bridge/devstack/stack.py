@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bridge.devstack.maven import ensure_classpath
+from bridge.jars import ensure_classpath
 
 KAFKA_NODES = (1, 2, 3)
 

@@ -25,7 +25,7 @@ from bridge.devstack.legacy import (
     LegacyConsumerProcess,
     NewConsumerProcess,
 )
-from bridge.devstack.maven import ensure_classpath
+from bridge.jars import ensure_classpath
 from tests.conftest import wait_for
 from tests.e2e.fleet import COMMIT_MS, Fleet
 

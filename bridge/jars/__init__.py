@@ -1,4 +1,4 @@
-"""Fetch and cache the Java classpaths of the local stack with Maven.
+"""Fetch and cache with Maven the Java classpaths of the stack, legacy clients and audit.
 
 The poms live next to this module; nothing is built, Maven only copies the artifacts and
 their dependencies into a cache directory keyed by the pom's content, so a second run (or
@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-POM_DIR = Path(__file__).with_name("maven")
+POM_DIR = Path(__file__).with_name("poms")
 
 #: classpaths the stack knows about: "kafka" (Kafka 3.9 + ZooKeeper server), "legacy"
 #: (the 0.10.2.2 Scala high-level consumer used by end-to-end tests), "spark" (Spark's Kafka
