@@ -168,19 +168,28 @@ def decide_group(
             continue
         d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
         d[zkpaths.offset_path(g, topic, p)] = Desired(zkpaths.encode_offset(offset))
+        # old consumers left owners/<t> behind when they stopped, and lag tools list a
+        # group's topics from there: an idle group keeps it while it has offsets for t
+        d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
     return decision
 
 
 def keep_offsets(
     group: str, current: Mapping[str, Node], owned: AbstractSet[str]
 ) -> dict[str, Desired]:
-    """The group's bridge-owned offset nodes (and the group node), kept as they are."""
+    """The group's bridge-owned offset nodes (and the group node), kept as they are, with
+    ``owners`` and the empty ``owners/<t>`` of each topic that keeps offsets (as the old
+    layout left them when a group stopped)."""
     offsets_root = zkpaths.offsets_path(group)
-    return {
+    kept = {
         p: want
         for p, want in frozen(group, current, owned).items()
         if p.startswith(offsets_root) or p == zkpaths.consumer_group_path(group)
     }
+    topics = {p.split("/")[4] for p in kept if p.count("/") == 5}
+    owners = {zkpaths.owners_path(group)} | {zkpaths.topic_owners_path(group, t) for t in topics}
+    kept.update({p: Desired(structural=True) for p in owners if p in group_paths(group, owned)})
+    return kept
 
 
 def decide_deleted_group(

@@ -132,16 +132,23 @@ def zk_view(zk, group: str) -> dict:
     def member_id_of(consumer_id: str) -> str:
         return parse_mirrored(group, consumer_id)[1]
 
+    def data(path: str) -> bytes | None:  # a node can go between listing and reading it
+        try:
+            return zk.get(path)[0]
+        except NoNodeError:
+            return None
+
     out: dict = {"members": sorted(member_id_of(c) for c in children(f"{base}/ids"))}
     out["owners"] = {}
     for t in children(f"{base}/owners"):
         for p in children(f"{base}/owners/{t}"):
-            thread = zk.get(f"{base}/owners/{t}/{p}")[0].decode()
-            out["owners"][(t, int(p))] = member_id_of(thread.rsplit("-", 1)[0])
+            if (thread := data(f"{base}/owners/{t}/{p}")) is not None:
+                out["owners"][(t, int(p))] = member_id_of(thread.decode().rsplit("-", 1)[0])
     out["offsets"] = {}
     for t in children(f"{base}/offsets"):
         for p in children(f"{base}/offsets/{t}"):
-            out["offsets"][(t, int(p))] = int(zk.get(f"{base}/offsets/{t}/{p}")[0])
+            if (offset := data(f"{base}/offsets/{t}/{p}")) is not None:
+                out["offsets"][(t, int(p))] = int(offset)
     return out
 
 
@@ -164,6 +171,39 @@ def converged(zk, admin, group: str, ready=lambda k: True) -> dict:
     except AssertionError:
         raise AssertionError(f"{group}: ZooKeeper does not match Kafka: {last}") from None
     return last["kafka"]
+
+
+def idle_owner_dirs(zk, group: str) -> dict[str, list[str]]:
+    """``owners/<t>`` of a group and the owner nodes under each."""
+    base = f"/consumers/{group}/owners"
+    try:
+        return {t: zk.get_children(f"{base}/{t}") for t in zk.get_children(base)}
+    except NoNodeError:
+        return {}
+
+
+def test_a_deleted_group_goes_whole_under_the_delete_policy(
+    stack, zk, admin, start_bridge, topic_name
+):
+    """``on_group_deleted = delete``: idle, the layout stays; deleted in Kafka, it all goes."""
+    topic = topic_name("del")
+    admin.create_topics([NewTopic(topic, 2, 1)])
+    group = f"{topic}-g"
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
+    for i in range(10):
+        producer.send(topic, b"x", partition=i % 2)
+    producer.close()
+    start_bridge(env={"ZK_BRIDGE__GROUPS__ON_GROUP_DELETED": "delete"})
+    c = PolledConsumer(stack.bootstrap_servers, group, [topic], "solo")
+    try:
+        converged(zk, admin, group, lambda k: sum(k["offsets"].values()) == 10)
+    finally:
+        c.close()
+    converged(zk, admin, group, lambda k: k["members"] == [] and k["offsets"])
+    assert idle_owner_dirs(zk, group) == {topic: []}
+    assert admin.delete_groups([group])[group] == "OK"
+    wait_for(lambda: not zk.exists(f"/consumers/{group}"), 30, what="group removed")
+    admin.delete_topics([topic])
 
 
 def legacy_range_over_zookeeper(zk, group: str) -> dict:
@@ -244,10 +284,13 @@ def test_groups_mirror_joins_leaves_commits_and_deletion(
         consumers[1] = PolledConsumer(stack.bootstrap_servers, ga, [topic], "delta")
         converged(zk, admin, ga, lambda k: len(k["members"]) == 2 and len(k["owners"]) == 6)
 
-        # group emptied, then deleted: members/owners go, offsets stay (keep-offsets default)
+        # group emptied: members and owner nodes go; owners/<t> stays, empty, as the old
+        # consumers left it (lag tools list a stopped group's topics from there)
         consumers[2].close()
         converged(zk, admin, gb, lambda k: k["members"] == [] and k["offsets"])
+        assert idle_owner_dirs(zk, gb) == {other: []}
         before = zk_view(zk, gb)["offsets"]
+        # then deleted: offsets and owners/<t> stay (keep-offsets, the default)
         assert admin.delete_groups([gb])[gb] == "OK"
         wait_for(
             lambda: (
@@ -257,6 +300,7 @@ def test_groups_mirror_joins_leaves_commits_and_deletion(
         )
         time.sleep(1)
         assert zk_view(zk, gb)["offsets"] == before
+        assert idle_owner_dirs(zk, gb) == {other: []}
     finally:
         for c in consumers:
             c.close()
