@@ -36,21 +36,23 @@ MIGRATION_SETTINGS = [
 ]
 
 
-def harness_classpath() -> str:
-    """Compile the harness (once per source version) and return its full classpath."""
-    jars = ensure_classpath("legacy")
-    digest = hashlib.sha256(HARNESS.read_bytes()).hexdigest()[:12]
-    out = cache_root() / f"harness-{digest}"
-    if not (out / "LegacyConsumer.class").exists():
+def harness_classpath(source: Path = HARNESS, jars_name: str = "legacy") -> str:
+    """Compile a harness (once per source version) against the ``jars_name`` classpath
+    (by default the old consumer's) and return its full classpath."""
+    jars = ensure_classpath(jars_name)
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    tag = "" if jars_name == "legacy" else f"{jars_name}-"
+    out = cache_root() / f"harness-{tag}{digest}"
+    if not (out / f"{source.stem}.class").exists():
         javac = shutil.which("javac") or str(Path(_java()).with_name("javac"))
         tmp = out.with_name(out.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         res = subprocess.run(
-            [javac, "-cp", jars, "-d", str(tmp), str(HARNESS)], capture_output=True, text=True
+            [javac, "-cp", jars, "-d", str(tmp), str(source)], capture_output=True, text=True
         )
         if res.returncode != 0:
-            raise StackError(f"compiling {HARNESS.name} failed:\n{res.stderr}")
+            raise StackError(f"compiling {source.name} failed:\n{res.stderr}")
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
     return f"{out}:{jars}"
