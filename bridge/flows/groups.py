@@ -172,6 +172,7 @@ class GroupMirrorFlow:
         desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
         skipped: dict[str, str] = {}
         mixed: set[str] = set()
+        stopped: set[str] = set()  # only in ZooKeeper, no live old consumer
         refresh: set[str] = set()
         for g in sorted(set(wanted) | set(zk_groups)):
             legacy = legacy_members(g, registered.get(g, []), owned)
@@ -186,8 +187,11 @@ class GroupMirrorFlow:
                 desired.update(mixed_desired)
                 refresh.update(mixed_desired)  # old consumers change these nodes all the time
                 continue
+            if g not in kinds and g in zk_groups and not legacy:
+                stopped.add(g)  # its offsets still migrate: see _stopped_views
+                continue
             if g not in kinds or g in dead:
-                continue  # only in ZooKeeper, without old consumers: not the bridge's
+                continue
             if g not in views:
                 skipped[g] = f"protocol type {kinds[g]!r} is not 'consumer'"
                 continue
@@ -207,7 +211,8 @@ class GroupMirrorFlow:
                 self._report_once(g, f"not mirrored: {reason}", "skipped")
         self.skipped = skipped
 
-        to_kafka = self._offsets_by_mode(desired, pic, wanted, mixed, owned, refresh)
+        stopped_views = self._stopped_views(stopped, owned)
+        to_kafka = self._offsets_by_mode(desired, pic, wanted, mixed, owned, refresh, stopped_views)
 
         unknown = [p for p in desired if p not in self.known or p in refresh]
         fresh = read_nodes(self.zk, unknown)
@@ -274,6 +279,16 @@ class GroupMirrorFlow:
             except KafkaError as exc:
                 self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
 
+    def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
+        """Groups that exist only in ZooKeeper, with offsets old consumers committed and no
+        consumer running: the usual start of a migration (stop the old application, move
+        its offsets, start the new one). Described in Kafka (Dead: no such group there), so
+        the storage mode gets a record and the offsets a Kafka copy like any other group."""
+        with_offsets = [
+            g for g in sorted(stopped) if set((o := self._zk_offsets(g, owned))[0]) - o[1]
+        ]
+        return read_groups(self.admin, with_offsets) if with_offsets else {}
+
     def _offsets_by_mode(
         self,
         desired: dict[str, Desired],
@@ -282,6 +297,7 @@ class GroupMirrorFlow:
         mixed: set[str],
         owned: set[str],
         refresh: set[str],
+        stopped: dict[str, GroupView],
     ) -> dict[str, dict[TopicPartition, int]]:
         """Each group's offset nodes as its storage mode wants them (see decide.migration);
         returns the commits Kafka needs. Infers and records the mode of new groups."""
@@ -290,8 +306,8 @@ class GroupMirrorFlow:
             self._picture_read_at = pic.read_at
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
-        for g in sorted((set(wanted) & set(pic.views)) | mixed):
-            view = pic.views.get(g)
+        for g in sorted((set(wanted) & set(pic.views)) | mixed | set(stopped)):
+            view = pic.views.get(g) or stopped.get(g)
             zk_offsets, owned_offsets = self._zk_offsets(g, owned)
             entry = self.records.get(g)
             if entry is None:
@@ -320,9 +336,10 @@ class GroupMirrorFlow:
             writers: set[TopicPartition] | None = None  # partitions Kafka members commit
             if view is not None and not view.error:
                 kafka = {TopicPartition(t, p): o for (t, p), o in view.offsets.items()}
-                if view.state in ("Stable", "Empty") and not (
-                    self.coexist is not None and g in self.coexist.pending
-                ):
+                settled = view.state in ("Stable", "Empty") or (
+                    view.state == "Dead" and not view.members  # a stopped group, not in Kafka
+                )
+                if settled and not (self.coexist is not None and g in self.coexist.pending):
                     writers = {
                         TopicPartition(t, p)
                         for m in view.members

@@ -60,14 +60,21 @@ class PolledConsumer:
         self.errors: list[str] = []
         self.consumed = 0
         self._stop = threading.Event()
+        self._stalled = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def stall(self) -> None:
+        """Stay in the group but consume nothing more (a stuck application): lag grows."""
+        self._stalled.set()
 
     def _run(self) -> None:
         # an application's poll loop: an error is logged and polling goes on (a consumer
         # that stops polling leaves its group, which is not what these tests are about)
         while not self._stop.is_set():
             try:
+                if self._stalled.is_set():
+                    self.consumer.pause(*self.consumer.assignment())
                 for records in self.consumer.poll(200).values():
                     self.consumed += len(records)
                 rejoin_if_join_lost(self.consumer)

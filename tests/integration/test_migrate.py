@@ -11,6 +11,7 @@ import time
 import pytest
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from tests.conftest import ROOT, wait_for
 from tests.integration.test_group_mirror import PolledConsumer
@@ -94,8 +95,8 @@ def test_migrate_steps_and_gates(stack, zk, admin, start_bridge, topic_name, chr
         assert "1 members present, 3 expected" in refused.stdout
         assert record(zk, group)["mode"] == "dual"
 
-        # lag growing: the consumer stops while production goes on
-        consumer.close()
+        # lag growing: the consumer stays in the group but is stuck while production goes on
+        consumer.stall()
         stop = threading.Event()
 
         def produce():
@@ -132,12 +133,22 @@ def test_diverged_stores_fail_the_gate_and_name_the_partition(
     topic = topic_name("div")
     admin.create_topics([NewTopic(topic, 2, 1)])
     group = f"{topic}-g"
-    start_bridge()
     consumer = PolledConsumer(stack.bootstrap_servers, group, [topic], "div-1")
     try:
-        wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 60)
-        # someone else's offset node, ahead of Kafka: kafka mode never moves it back (I2)
+        # someone else's offset node, ahead of Kafka: kafka mode never moves it back (I2);
+        # written before the bridge starts (a running bridge mirrors the node first), once
+        # the group is in Kafka (so its mode is inferred as kafka)
+        def stable() -> bool:
+            try:
+                return admin.describe_groups([group])[group]["group_state"] == "Stable"
+            except KafkaError:  # coordinator still loading
+                return False
+
+        wait_for(stable, 60, what="the group in Kafka")
         zk.create(f"/consumers/{group}/offsets/{topic}/1", b"500", makepath=True)
+        start_bridge()
+        wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 60)
+        assert record(zk, group)["mode"] == "kafka"
         refused = cli(stack, chroot, "migrate", group, "--to", "dual", "--lag-window", "1")
         report = zk.get(f"/kafka-zk-bridge/sync-results/{group}")[0]
         assert refused.returncode == 1, refused.stdout + report.decode()
@@ -147,4 +158,48 @@ def test_diverged_stores_fail_the_gate_and_name_the_partition(
         assert zk.get(f"/consumers/{group}/offsets/{topic}/1")[0] == b"500"
     finally:
         consumer.close()
+        admin.delete_topics([topic])
+
+
+def test_a_stopped_zookeeper_group_gets_a_mode_and_migrates(
+    stack, zk, admin, start_bridge, topic_name, chroot
+):
+    """Offsets in ZooKeeper, no consumer running, no group in Kafka yet: the usual start of
+    a migration. The bridge records the group (zookeeper mode), warms Kafka with its
+    offsets, and a step to dual passes while producers keep the lag growing. (The offset
+    nodes are written here as an old consumer leaves them; tests/e2e does it with one.)"""
+    topic = topic_name("stopped")
+    admin.create_topics([NewTopic(topic, 3, 1)])
+    group = f"{topic}-g"
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
+    for i in range(30):
+        producer.send(topic, b"x", partition=i % 3)
+    producer.flush()
+    committed = {0: 4, 1: 7, 2: 10}
+    for p, offset in committed.items():
+        zk.create(f"/consumers/{group}/offsets/{topic}/{p}", str(offset).encode(), makepath=True)
+    zk.ensure_path(f"/consumers/{group}/ids")
+    zk.ensure_path(f"/consumers/{group}/owners/{topic}")
+    start_bridge()
+    try:
+        wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 60, what="a record")
+        assert record(zk, group)["mode"] == "zookeeper"
+
+        def kafka_offsets() -> dict[int, int]:
+            got = admin.list_group_offsets({group: None})[group]
+            return {tp.partition: om.offset for tp, om in got.items() if om.offset >= 0}
+
+        wait_for(lambda: kafka_offsets() == committed, 30, what="offsets copied into Kafka")
+        for i in range(30):  # nobody consumes: lag grows, and must not hold the step back
+            producer.send(topic, b"y", partition=i % 3)
+        producer.flush()
+        ok = cli(stack, chroot, "migrate", group, "--to", "dual", "--lag-window", "1")
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert record(zk, group)["mode"] == "dual"
+        # the old consumers' nodes were adopted, never replaced or moved
+        assert {
+            p: int(zk.get(f"/consumers/{group}/offsets/{topic}/{p}")[0]) for p in committed
+        } == committed
+    finally:
+        producer.close()
         admin.delete_topics([topic])
