@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -182,6 +183,12 @@ def group_values(sub: bytes, asg: bytes) -> dict[str, dict]:
 HASH_STRINGS = [
     "",
     "a",
+    "x",
+    "foo",
+    "Aa",
+    "BB",
+    "my-group",
+    "caf\u00e9",
     "group",
     "console-consumer-12345",
     "polygenelubricants",
@@ -247,13 +254,38 @@ def consumer_offsets() -> dict:
     return out
 
 
+def order_cases() -> list[list[str]]:
+    """Insertion orders (also sorted by ``String.compareTo``): the protocol-vote cases,
+    full collisions, partition-state keys, pseudo-random lists (fixed seed) of short,
+    partly non-ASCII strings."""
+    state_keys = ["version", "leader", "leader_epoch", "controller_epoch", "isr"]
+    cases = [
+        ["x2", "roundrobin"],
+        ["range", "roundrobin"],
+        ["Aa", "BB"],
+        ["AaAa", "BBBB", "AaBB", "BBAa"],
+        state_keys,
+        [f"p{i}" for i in range(40)],
+    ]
+    cases += [c[::-1] for c in cases]
+    rng = random.Random(12)
+    alphabet = "abcxyz-_09AB\u00e9\U0001f600"
+    for size in (3, 7, 13, 30, 100):
+        words = ["".join(rng.choices(alphabet, k=rng.randint(0, 6))) for _ in range(size)]
+        cases.append(list(dict.fromkeys(words)))  # not a set: its order varies per run
+    return cases
+
+
 def javahash() -> dict:
-    """``String.hashCode`` and the coordinator partition ``Utils.abs(hashCode) % n``."""
+    """``String.hashCode``, the coordinator partition ``Utils.abs(hashCode) % n``, and JVM
+    hash-map iteration orders."""
     requests = [{"kind": "hash", "string": s, "partitions": [1, 3, 50, 64]} for s in HASH_STRINGS]
+    strings = [{"string": s} | a for s, a in zip(HASH_STRINGS, run_harness(requests), strict=True)]
+    orders = order_cases()
+    answers = run_harness([{"kind": "order", "keys": keys} for keys in orders])
     return {
-        "strings": [
-            {"string": s} | a for s, a in zip(HASH_STRINGS, run_harness(requests), strict=True)
-        ]
+        "strings": strings,
+        "orders": [{"keys": k} | a for k, a in zip(orders, answers, strict=True)],
     }
 
 

@@ -9,7 +9,9 @@
 //     is {"hex": ..., "fields": ...} where "fields" is what Kafka reads back from those bytes.
 //   {"kind": "hash", "string": "...", "partitions": [50, ...]}
 //     String.hashCode and the group coordinator's partition, Utils.abs(hashCode) % n.
-//   {"kind": "znode", ...} (see ZNodes.java) for the ZooKeeper JSON of kafka.zk.*ZNode.
+//   {"kind": "order", "keys": [...]}
+//     iteration order of java.util.HashMap and Scala 2.13's immutable and mutable HashMap
+//     after inserting the keys in the given order, and the keys sorted by String.compareTo.
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -18,6 +20,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.MessageUtil;
@@ -44,6 +50,9 @@ public final class GoldenVectors {
                     break;
                 case "hash":
                     answers.add(hash(r));
+                    break;
+                case "order":
+                    answers.add(order(r));
                     break;
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind);
@@ -105,6 +114,31 @@ public final class GoldenVectors {
         for (JsonNode n : r.get("partitions")) {
             partitions.put(n.asText(), Utils.abs(s.hashCode()) % n.asInt());
         }
+        return answer;
+    }
+
+    static ObjectNode order(JsonNode r) {
+        HashMap<String, Integer> jmap = new HashMap<>();
+        scala.collection.immutable.HashMap<String, Object> immutable =
+                scala.collection.immutable.HashMap$.MODULE$.empty();
+        scala.collection.mutable.HashMap<String, Object> mutable =
+                new scala.collection.mutable.HashMap<>();
+        for (JsonNode k : r.get("keys")) {
+            jmap.put(k.asText(), 0);
+            immutable = immutable.updated(k.asText(), 0);
+            mutable.update(k.asText(), 0);
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        ArrayNode j = answer.putArray("java_hashmap");
+        jmap.keySet().forEach(j::add);
+        ArrayNode im = answer.putArray("scala_immutable_hashmap");
+        immutable.keysIterator().foreach(k -> im.add(k));
+        ArrayNode mu = answer.putArray("scala_mutable_hashmap");
+        mutable.keysIterator().foreach(k -> mu.add(k));
+        List<String> sorted = new ArrayList<>(jmap.keySet());
+        Collections.sort(sorted);
+        ArrayNode so = answer.putArray("java_sorted");
+        sorted.forEach(so::add);
         return answer;
     }
 
