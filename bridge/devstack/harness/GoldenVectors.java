@@ -12,6 +12,12 @@
 //   {"kind": "order", "keys": [...]}
 //     iteration order of java.util.HashMap and Scala 2.13's immutable and mutable HashMap
 //     after inserting the keys in the given order, and the keys sorted by String.compareTo.
+//   {"kind": "znode", "znode": "broker" | "topic" | "state" | "controller" |
+//    "controller_epoch" | "cluster_id", "encode": {...}} or {..., "decode": "<json>"}
+//     ZooKeeper JSON written by kafka.zk.<X>ZNode.encode from the given fields, or the given
+//     JSON as the ZNode's decoder reads it; the answer is {"json": ..., "decoded": {...}}
+//     where "decoded" is always what Kafka's decoder reads from "json". The broker JSON's
+//     timestamp (the encoder's clock) is replaced by the request's "timestamp".
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -23,13 +29,29 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import kafka.cluster.Broker;
+import kafka.cluster.EndPoint;
+import kafka.controller.LeaderIsrAndControllerEpoch;
+import kafka.controller.ReplicaAssignment;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.feature.Features;
+import org.apache.kafka.common.feature.SupportedVersionRange;
+import org.apache.kafka.common.network.ListenerName;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
 import org.apache.kafka.common.protocol.MessageUtil;
 import org.apache.kafka.common.protocol.Readable;
 import org.apache.kafka.common.protocol.types.RawTaggedField;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.common.utils.Utils;
+import org.apache.kafka.metadata.LeaderRecoveryState;
+import org.apache.zookeeper.data.Stat;
+import scala.jdk.javaapi.CollectionConverters;
 
 public final class GoldenVectors {
     static final ObjectMapper JSON = new ObjectMapper();
@@ -53,6 +75,9 @@ public final class GoldenVectors {
                     break;
                 case "order":
                     answers.add(order(r));
+                    break;
+                case "znode":
+                    answers.add(ZNodes.answer(r));
                     break;
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind);
@@ -156,5 +181,160 @@ public final class GoldenVectors {
             out[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
         }
         return out;
+    }
+}
+
+/** The kafka.zk ZNode encoders and decoders, called as Kafka's ZooKeeper-mode code calls them. */
+final class ZNodes {
+    private ZNodes() {}
+
+    static ObjectNode answer(JsonNode r) {
+        String znode = r.get("znode").asText();
+        byte[] bytes =
+                r.has("decode")
+                        ? r.get("decode").asText().getBytes(StandardCharsets.UTF_8)
+                        : encode(znode, r.get("encode"));
+        ObjectNode answer = GoldenVectors.JSON.createObjectNode();
+        answer.put("json", new String(bytes, StandardCharsets.UTF_8));
+        answer.set("decoded", decode(znode, r, bytes));
+        return answer;
+    }
+
+    static byte[] encode(String znode, JsonNode f) {
+        switch (znode) {
+            case "broker":
+                String json = new String(brokerInfo(f).toJsonBytes(), StandardCharsets.UTF_8);
+                String ts = "\"timestamp\":\"" + f.get("timestamp").asLong() + "\"";
+                return json.replaceFirst("\"timestamp\":\"[0-9]+\"", ts)
+                        .getBytes(StandardCharsets.UTF_8);
+            case "topic":
+                return kafka.zk.TopicZNode.encode(optional(f, "topic_id").map(Uuid::fromString)
+                        .map(scala.Option::apply).orElse(scala.Option.empty()), assignment(f));
+            case "state":
+                kafka.api.LeaderAndIsr lai =
+                        kafka.api.LeaderAndIsr.apply(
+                                f.get("leader").asInt(),
+                                f.get("leader_epoch").asInt(),
+                                ints(f.get("isr")).toList(),
+                                LeaderRecoveryState.of((byte) f.get("leader_recovery_state").asInt()),
+                                0);
+                return kafka.zk.TopicPartitionStateZNode.encode(
+                        new LeaderIsrAndControllerEpoch(lai, f.get("controller_epoch").asInt()));
+            case "controller":
+                return kafka.zk.ControllerZNode.encode(
+                        f.get("brokerid").asInt(), f.get("timestamp").asLong(), f.get("kraft_epoch").asInt());
+            case "controller_epoch":
+                return kafka.zk.ControllerEpochZNode.encode(f.get("epoch").asInt());
+            case "cluster_id":
+                return kafka.zk.ClusterIdZNode.toJson(f.get("id").asText());
+            default:
+                throw new IllegalArgumentException("unknown znode " + znode);
+        }
+    }
+
+    static JsonNode decode(String znode, JsonNode r, byte[] bytes) {
+        ObjectNode d = GoldenVectors.JSON.createObjectNode();
+        switch (znode) {
+            case "broker":
+                int id = r.has("id") ? r.get("id").asInt() : r.get("encode").get("id").asInt();
+                kafka.zk.BrokerInfo info = kafka.zk.BrokerIdZNode.decode(id, bytes);
+                Broker b = info.broker();
+                d.put("id", b.id());
+                d.put("version", info.version());
+                d.put("jmx_port", info.jmxPort());
+                d.put("rack", b.rack().isDefined() ? b.rack().get() : null);
+                ArrayNode eps = d.putArray("endpoints");
+                for (EndPoint e : CollectionConverters.asJava(b.endPoints())) {
+                    eps.addArray().add(e.listenerName().value()).add(e.securityProtocol().name)
+                            .add(e.host()).add(e.port());
+                }
+                ObjectNode feats = d.putObject("features");
+                b.features().features().forEach((k, v) -> feats.putArray(k).add(v.min()).add(v.max()));
+                return d;
+            case "topic":
+                kafka.zk.TopicZNode.TopicIdReplicaAssignment t = kafka.zk.TopicZNode.decode("t", bytes);
+                d.put("topic_id", t.topicId().isDefined() ? t.topicId().get().toString() : null);
+                ObjectNode parts = d.putObject("partitions");
+                CollectionConverters.asJava(t.assignment()).forEach((tp, a) -> {
+                    ObjectNode p = parts.putObject(Integer.toString(tp.partition()));
+                    p.set("replicas", intArray(a.replicas()));
+                    p.set("adding", intArray(a.addingReplicas()));
+                    p.set("removing", intArray(a.removingReplicas()));
+                });
+                return d;
+            case "state":
+                LeaderIsrAndControllerEpoch s =
+                        kafka.zk.TopicPartitionStateZNode.decode(bytes, new Stat()).get();
+                d.put("leader", s.leaderAndIsr().leader());
+                d.put("leader_epoch", s.leaderAndIsr().leaderEpoch());
+                d.set("isr", intArray(s.leaderAndIsr().isr()));
+                d.put("leader_recovery_state", s.leaderAndIsr().leaderRecoveryState().value());
+                d.put("controller_epoch", s.controllerEpoch());
+                return d;
+            case "controller":
+                kafka.zk.ZKControllerRegistration c = kafka.zk.ControllerZNode.decodeController(bytes, 0);
+                d.put("brokerid", c.broker());
+                d.put("kraft_epoch", c.kraftEpoch().isDefined() ? (Integer) c.kraftEpoch().get() : null);
+                return d;
+            case "controller_epoch":
+                d.put("epoch", kafka.zk.ControllerEpochZNode.decode(bytes));
+                return d;
+            case "cluster_id":
+                d.put("id", kafka.zk.ClusterIdZNode.fromJson(bytes));
+                return d;
+            default:
+                throw new IllegalArgumentException("unknown znode " + znode);
+        }
+    }
+
+    static kafka.zk.BrokerInfo brokerInfo(JsonNode f) {
+        List<EndPoint> eps = new ArrayList<>();
+        for (JsonNode e : f.get("endpoints")) {
+            eps.add(new EndPoint(e.get(2).isNull() ? null : e.get(2).asText(), e.get(3).asInt(),
+                    new ListenerName(e.get(0).asText()), SecurityProtocol.forName(e.get(1).asText())));
+        }
+        Map<String, SupportedVersionRange> features = new LinkedHashMap<>();
+        f.get("features").fields().forEachRemaining(e -> features.put(e.getKey(),
+                new SupportedVersionRange((short) e.getValue().get(0).asInt(), (short) e.getValue().get(1).asInt())));
+        scala.Option<String> rack = scala.Option.apply(f.get("rack").isNull() ? null : f.get("rack").asText());
+        Broker broker = new Broker(f.get("id").asInt(), CollectionConverters.asScala(eps).toList(), rack,
+                Features.supportedFeatures(features));
+        return new kafka.zk.BrokerInfo(broker, f.get("version").asInt(), f.get("jmx_port").asInt());
+    }
+
+    /** An immutable Scala map built by insertion, as the controller's assignments are. */
+    static scala.collection.immutable.Map<TopicPartition, ReplicaAssignment> assignment(JsonNode f) {
+        scala.collection.immutable.Map<TopicPartition, ReplicaAssignment> out =
+                scala.collection.immutable.Map$.MODULE$.empty();
+        Iterator<Map.Entry<String, JsonNode>> it = f.get("partitions").fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode adding = f.path("adding").path(e.getKey());
+            JsonNode removing = f.path("removing").path(e.getKey());
+            out = out.updated(new TopicPartition("t", Integer.parseInt(e.getKey())),
+                    ReplicaAssignment.apply(ints(e.getValue()).toList(), ints(adding).toList(), ints(removing).toList()));
+        }
+        return out;
+    }
+
+    static scala.collection.mutable.Buffer<Object> ints(JsonNode array) {
+        List<Object> out = new ArrayList<>();
+        if (array != null) {
+            array.forEach(n -> out.add(n.asInt()));
+        }
+        return CollectionConverters.asScala(out);
+    }
+
+    static ArrayNode intArray(scala.collection.Seq<Object> seq) {
+        ArrayNode out = GoldenVectors.JSON.createArrayNode();
+        for (Object o : CollectionConverters.asJava(seq)) {
+            out.add((Integer) o);
+        }
+        return out;
+    }
+
+    static java.util.Optional<String> optional(JsonNode f, String name) {
+        JsonNode n = f.get(name);
+        return n == null || n.isNull() ? java.util.Optional.empty() : java.util.Optional.of(n.asText());
     }
 }
