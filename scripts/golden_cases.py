@@ -384,3 +384,44 @@ ZNODES = {
     "controller_epoch": CONTROLLER_EPOCHS,
     "cluster_id": CLUSTER_IDS,
 }
+
+
+#: groups whose protocol election the hand-picked cases once pinned down (ties, collisions)
+VOTE_GROUPS = [
+    {"a": ["range", "roundrobin"], "b": ["roundrobin", "range"]},
+    {"b": ["roundrobin", "range"], "a": ["range", "roundrobin"]},
+    {"c1": ["range", "cooperative-sticky"], "c2": ["cooperative-sticky", "range"]},
+    {"m1": ["Aa", "BB"], "m2": ["BB", "Aa"]},
+    {"m2": ["BB", "Aa"], "m1": ["Aa", "BB"]},
+    {"x": ["range", "roundrobin"], "y": ["roundrobin", "range"], "z": ["range"]},
+    {
+        "x": ["sticky", "range"],
+        "y": ["range", "sticky"],
+        "z": ["roundrobin", "sticky", "range"],
+        "w": ["roundrobin", "range", "sticky"],
+    },
+    {"m0-9023": ["Aa", "p1", "p14", "p7", "p12", "BB"], "m1-28809": ["BB", "p14", "Aa"]},
+]
+
+
+def vote_groups() -> list[dict[str, list[str]]]:
+    """The groups above and pseudo-random ones (fixed seed): every member shares a common
+    protocol (Kafka refuses others), ids and protocols that collide in ``hashCode``, and
+    groups large enough to resize the coordinators' hash maps."""
+    rng = random.Random(7)
+    pool = ["range", "roundrobin", "sticky", "cooperative-sticky", "Aa", "BB", "AaAa", "BBBB"]
+    pool += [f"p{i}" for i in range(20)] + ["\u00e9", "\U0001f600"]
+    groups = list(VOTE_GROUPS)
+    for n in [2] * 20 + [3] * 20 + [5] * 15 + [13] * 10 + [30] * 5:
+        common = rng.sample(pool, rng.randint(1, 3))
+        members: dict[str, list[str]] = {}
+        while len(members) < n:
+            name = rng.choice(
+                ["Aa", "BB", "AaBB", "BBAa", f"m{len(members)}-{rng.randint(0, 99999)}"]
+            )
+            extras = rng.sample(pool, rng.randint(0, 4))
+            protocols = list(dict.fromkeys(common + extras))
+            rng.shuffle(protocols)
+            members.setdefault(name, protocols)
+        groups.append(members)
+    return groups

@@ -31,6 +31,7 @@ from scripts.golden_cases import (  # noqa: E402
     ZNODES,
     group_values,
     order_cases,
+    vote_groups,
 )
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -119,7 +120,26 @@ def znodes() -> dict:
     return out
 
 
-GENERATORS = {"consumer_offsets": consumer_offsets, "javahash": javahash, "znodes": znodes}
+def protocol_vote() -> dict:
+    """The classic coordinator's protocol election, Scala ``GroupMetadata`` and Java
+    ``ClassicGroup``, members joining in the listed order."""
+    groups = vote_groups()
+    requests = [{"kind": "vote", "members": list(g.items())} for g in groups]
+    answers = run_harness(requests)
+    return {
+        "groups": [
+            {"members": [list(m) for m in g.items()]} | a
+            for g, a in zip(groups, answers, strict=True)
+        ]
+    }
+
+
+GENERATORS = {
+    "consumer_offsets": consumer_offsets,
+    "javahash": javahash,
+    "znodes": znodes,
+    "protocol_vote": protocol_vote,
+}
 
 
 def render(data: dict) -> str:

@@ -12,6 +12,9 @@
 //   {"kind": "order", "keys": [...]}
 //     iteration order of java.util.HashMap and Scala 2.13's immutable and mutable HashMap
 //     after inserting the keys in the given order, and the keys sorted by String.compareTo.
+//   {"kind": "vote", "members": [["member id", ["protocol", ...]], ...]}
+//     the protocol the classic group coordinator selects, members joining in the given order:
+//     GroupMetadata.selectProtocol (Scala) and ClassicGroup.selectProtocol (Java).
 //   {"kind": "znode", "znode": "broker" | "topic" | "state" | "controller" |
 //    "controller_epoch" | "cluster_id", "encode": {...}} or {..., "decode": "<json>"}
 //     ZooKeeper JSON written by kafka.zk.<X>ZNode.encode from the given fields, or the given
@@ -37,6 +40,17 @@ import kafka.cluster.Broker;
 import kafka.cluster.EndPoint;
 import kafka.controller.LeaderIsrAndControllerEpoch;
 import kafka.controller.ReplicaAssignment;
+import kafka.coordinator.group.GroupMetadata;
+import kafka.coordinator.group.MemberMetadata;
+import org.apache.kafka.common.message.JoinGroupRequestData.JoinGroupRequestProtocol;
+import org.apache.kafka.common.message.JoinGroupRequestData.JoinGroupRequestProtocolCollection;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.coordinator.group.classic.ClassicGroup;
+import org.apache.kafka.coordinator.group.classic.ClassicGroupMember;
+import org.apache.kafka.coordinator.group.classic.ClassicGroupState;
+import org.apache.kafka.coordinator.group.metrics.GroupCoordinatorMetricsShard;
+import org.apache.kafka.timeline.SnapshotRegistry;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.feature.Features;
@@ -78,6 +92,9 @@ public final class GoldenVectors {
                     break;
                 case "znode":
                     answers.add(ZNodes.answer(r));
+                    break;
+                case "vote":
+                    answers.add(vote(r));
                     break;
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind);
@@ -164,6 +181,37 @@ public final class GoldenVectors {
         Collections.sort(sorted);
         ArrayNode so = answer.putArray("java_sorted");
         sorted.forEach(so::add);
+        return answer;
+    }
+
+    static ObjectNode vote(JsonNode r) {
+        GroupMetadata scalaGroup =
+                new GroupMetadata("g", kafka.coordinator.group.Empty$.MODULE$, Time.SYSTEM);
+        GroupCoordinatorMetricsShard metrics =
+                new GroupCoordinatorMetricsShard(
+                        new SnapshotRegistry(new LogContext()),
+                        Collections.emptyMap(),
+                        new TopicPartition("__consumer_offsets", 0));
+        ClassicGroup javaGroup =
+                new ClassicGroup(new LogContext(), "g", ClassicGroupState.EMPTY, Time.SYSTEM, metrics);
+        for (JsonNode m : r.get("members")) {
+            String id = m.get(0).asText();
+            List<scala.Tuple2<String, byte[]>> scalaProtocols = new ArrayList<>();
+            JoinGroupRequestProtocolCollection javaProtocols = new JoinGroupRequestProtocolCollection();
+            for (JsonNode p : m.get(1)) {
+                scalaProtocols.add(new scala.Tuple2<>(p.asText(), new byte[0]));
+                javaProtocols.add(new JoinGroupRequestProtocol().setName(p.asText()).setMetadata(new byte[0]));
+            }
+            scalaGroup.add(
+                    new MemberMetadata(id, scala.Option.empty(), "c", "/h", 300000, 30000, "consumer",
+                            CollectionConverters.asScala(scalaProtocols).toList(), new byte[0]),
+                    result -> scala.runtime.BoxedUnit.UNIT);
+            javaGroup.add(new ClassicGroupMember(id, java.util.Optional.empty(), "c", "/h", 300000, 30000,
+                    "consumer", javaProtocols));
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("scala", scalaGroup.selectProtocol());
+        answer.put("java", javaGroup.selectProtocol());
         return answer;
     }
 
