@@ -80,8 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_devstack(args: argparse.Namespace) -> int:
     from bridge.devstack import Devstack, StackError
 
-    stack = Devstack(args.dir)
     try:
+        stack = Devstack(args.dir, kafka_version=args.kafka_version)
         if args.action == "up":
             stack.up()
         elif args.action == "down":
@@ -104,7 +104,7 @@ def cmd_devstack(args: argparse.Namespace) -> int:
         print(f"SASL_PASSWORD={status['sasl_password']}")
     else:
         print(f"zookeeper.connect={status['zookeeper']}")
-        print(f"bootstrap.servers={status['bootstrap_servers']}")
+        print(f"bootstrap.servers={status['bootstrap_servers']} (Kafka {status['kafka_version']})")
         print(
             f"sasl bootstrap.servers={status['sasl_bootstrap_servers']} "
             f"(SASL_PLAINTEXT, {status['sasl_mechanism']}, user {status['sasl_username']}, "
@@ -321,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=".devstack",
         type=Path,
         help="where the stack keeps config, data and logs (default .devstack)",
+    )
+    dev.add_argument(
+        "--kafka-version",
+        metavar="3.9|4.x",
+        help="the Kafka line of a new stack: 3.9 (default; the last with the old request "
+        "versions) or 4.x (the newest 4 release); an existing stack keeps its own",
     )
     dev.add_argument(
         "--output",

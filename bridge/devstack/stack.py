@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bridge.jars import ensure_classpath
+from bridge.jars import ensure_classpath, jar_dir
 
 KAFKA_NODES = (1, 2, 3)
 
@@ -98,6 +98,19 @@ class Ports:
         )
 
 
+#: the Kafka lines a stack can run, each with its classpath (``bridge/jars/poms/<name>``):
+#: 3.9, the last with the old request versions and message formats, and the newest 4.x
+KAFKA_VERSIONS = {"3.9": "kafka", "4": "kafka4"}
+
+
+def kafka_line(version: str) -> str:
+    """``3.9``/``3.9.x`` or ``4``/``4.x``/``4.4.0`` -> the line's key in ``KAFKA_VERSIONS``."""
+    for line in sorted(KAFKA_VERSIONS, key=len, reverse=True):
+        if version == line or version.startswith(line + "."):
+            return line
+    raise StackError(f"Kafka version {version!r}: the local stack runs 3.9 or 4.x")
+
+
 @dataclass
 class StackState:
     ports: Ports
@@ -105,6 +118,8 @@ class StackState:
     pids: dict[str, int] = field(default_factory=dict)
     #: password of the SASL_PLAINTEXT listener's user (a local dev credential)
     sasl_password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
+    #: the Kafka line the stack's data was formatted with (a key of KAFKA_VERSIONS)
+    kafka_version: str = "3.9"
 
     @classmethod
     def load(cls, path: Path) -> StackState:
@@ -114,7 +129,12 @@ class StackState:
         # (the brokers get the listener at their next start)
         sasl = tuple(p.get("sasl_brokers", Ports.sasl_brokers))
         ports = Ports(p["zookeeper"], tuple(p["brokers"]), tuple(p["controllers"]), sasl)
-        state = cls(ports=ports, cluster_id=raw["cluster_id"], pids=raw.get("pids", {}))
+        state = cls(
+            ports=ports,
+            cluster_id=raw["cluster_id"],
+            pids=raw.get("pids", {}),
+            kafka_version=raw.get("kafka_version", "3.9"),
+        )
         if raw.get("sasl_password"):
             state.sasl_password = raw["sasl_password"]
         return state
@@ -185,15 +205,35 @@ def zk_four_letter(port: int, word: str = "ruok", timeout: float = 1.0) -> str:
 class Devstack:
     """Start, inspect and stop the local stack rooted at ``directory``."""
 
-    def __init__(self, directory: Path | str, ports: Ports | None = None) -> None:
+    def __init__(
+        self, directory: Path | str, ports: Ports | None = None, kafka_version: str | None = None
+    ) -> None:
+        """``kafka_version``: ``3.9`` (default) or ``4.x`` for a new stack; an existing stack
+        keeps the line its data was formatted with, and asking for another one is an error."""
         self.dir = Path(directory).resolve()
         self.state_file = self.dir / "stack.json"
         #: size of each log file at the latest spawn, so a failure quotes only that run
         self._log_marks: dict[Path, int] = {}
+        line = kafka_line(kafka_version) if kafka_version else None
         if self.state_file.exists():
             self.state = StackState.load(self.state_file)
+            if line and line != self.state.kafka_version:
+                raise StackError(
+                    f"the stack in {self.dir} runs Kafka {self.state.kafka_version}; stop it "
+                    f"and remove the directory, or use another --dir, for Kafka {line}"
+                )
         else:
-            self.state = StackState(ports=ports or Ports(), cluster_id=_new_cluster_id())
+            self.state = StackState(
+                ports=ports or Ports(), cluster_id=_new_cluster_id(), kafka_version=line or "3.9"
+            )
+
+    @property
+    def kafka_version(self) -> str:
+        """The Kafka line this stack runs: ``3.9`` or ``4``."""
+        return self.state.kafka_version
+
+    def _classpath(self) -> str:
+        return ensure_classpath(KAFKA_VERSIONS[self.state.kafka_version])
 
     # ---- addresses -----------------------------------------------------------------
     @property
@@ -227,7 +267,7 @@ class Devstack:
     def up(self, timeout: float = 180.0) -> None:
         """Start whatever is not running and wait until everything answers."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        classpath = ensure_classpath("kafka")
+        classpath = self._classpath()
         if not self.alive("zookeeper"):
             self._start_zookeeper(classpath)
         for node in KAFKA_NODES:
@@ -273,8 +313,14 @@ class Devstack:
             "sasl_username": self.sasl_username,
             "sasl_password": self.sasl_password,
             "cluster_id": self.state.cluster_id,
+            "kafka_version": self.kafka_release(),
             "processes": procs,
         }
+
+    def kafka_release(self) -> str:
+        """The Kafka release the stack runs (from its classpath), e.g. ``4.4.0``."""
+        jars = sorted(jar_dir(KAFKA_VERSIONS[self.kafka_version]).glob("kafka_2.13-*.jar"))
+        return jars[0].name.removeprefix("kafka_2.13-").removesuffix(".jar") if jars else "?"
 
     def wait_healthy(self, timeout: float = 180.0) -> None:
         """Block until ZooKeeper says imok and Kafka reports all three brokers."""
@@ -355,7 +401,7 @@ class Devstack:
         """Start one stopped process again (with the same config and data)."""
         if self.alive(name):
             return
-        classpath = ensure_classpath("kafka")
+        classpath = self._classpath()
 
         def spawn() -> None:
             self._wait_ports_free(name)
@@ -602,10 +648,10 @@ class Devstack:
             yield f"kafka-{node}"
 
 
-def private_stack(prefix: str = "kzb-stack-") -> Devstack:
+def private_stack(prefix: str = "kzb-stack-", kafka_version: str | None = None) -> Devstack:
     """A throw-away stack on free ports in a fresh temporary directory (tests, benchmarks);
     ``discard()`` stops it and removes the directory."""
-    stack = Devstack(Path(tempfile.mkdtemp(prefix=prefix)), Ports.free())
+    stack = Devstack(Path(tempfile.mkdtemp(prefix=prefix)), Ports.free(), kafka_version)
     stack.up()
     return stack
 

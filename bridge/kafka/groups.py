@@ -121,6 +121,11 @@ def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str
         return out
 
 
+def _not_found(error: object) -> bool:
+    """A describe error that says only that the group does not exist."""
+    return error is not None and "GroupIdNotFound" in str(error)
+
+
 def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, GroupView]:
     """Describe the given groups and fetch their offsets."""
     ids = sorted(group_ids)
@@ -139,6 +144,9 @@ def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, 
     views: dict[str, GroupView] = {}
     for g in ids:
         d = described.get(g)
+        if d is not None and _not_found(d.get("error")):
+            # Kafka 4's coordinator answers GROUP_ID_NOT_FOUND where 3.x said Dead
+            d = {**d, "error": None, "group_state": "Dead", "members": []}
         off = offsets.get(g, {})
         error = None
         if d is None or d.get("error"):
