@@ -18,7 +18,7 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 import zkpaths
 from bridge.decide.handover import JoinedGeneration, KafkaMember, range_mismatch
 from bridge.kafka.range_assignor import KafkaRangeAssignor
-from tests.integration.java_range import JavaRange
+from tests.integration.jvm_reference import JavaRange
 from tests.unit.test_range_assignor import N1, N2, PROXY, T, assigned
 
 pytestmark = pytest.mark.integration

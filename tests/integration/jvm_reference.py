@@ -1,0 +1,114 @@
+"""Kafka's own assignors as independent references for property tests.
+
+Each reference is one long-lived JVM running a harness from ``bridge/devstack/harness/``
+that answers one case per line, so a property test can ask it for hundreds of assignments
+at the cost of one JVM start: :class:`JavaRange` is kafka-clients 3.9's ``RangeAssignor``
+(the "kafka" classpath), :class:`LegacyAssignors` the old Scala consumer's range and
+roundrobin assignors (kafka_2.11-0.10.2.2, the "legacy" classpath, over an embedded
+ZooKeeper).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+
+from bridge.devstack.legacy import HARNESS, harness_classpath
+from bridge.devstack.stack import _java
+from zkpaths import TopicPartition
+
+#: (member id, group.instance.id or None, subscribed topics), in the broker's order
+Member = tuple[str, str | None, Sequence[str]]
+
+
+class _LineJvm:
+    """A harness JVM answering one stdin line with one stdout line."""
+
+    def __init__(self, name: str, jars: str) -> None:
+        argv = [
+            _java(),
+            "-Xmx128m",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            harness_classpath(HARNESS.with_name(f"{name}.java"), jars),
+            name,
+        ]
+        self.name = name
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
+
+    def ask(self, line: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"{self.name} exited ({self.proc.poll()}) on {line!r}")
+        return answer.rstrip("\n")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class JavaRange(_LineJvm):
+    """kafka-clients 3.9's ``RangeAssignor`` (harness ``RangeReference``)."""
+
+    def __init__(self) -> None:
+        super().__init__("RangeReference", "kafka")
+
+    def assign(
+        self, members: Sequence[Member], partitions: Mapping[str, int]
+    ) -> dict[TopicPartition, str]:
+        """Kafka's range assignment: partition -> member id."""
+        case = {
+            "members": [{"id": m, "instance": i, "topics": list(ts)} for m, i, ts in members],
+            "partitions": dict(partitions),
+        }
+        answer = json.loads(self.ask(json.dumps(case)))
+        if "error" in answer and not isinstance(answer["error"], list):
+            raise RuntimeError(f"RangeReference failed on {case}: {answer['error']}")
+        return {
+            TopicPartition(topic, partition): member
+            for member, owned in answer.items()
+            for topic, partition in owned
+        }
+
+
+class LegacyAssignors(_LineJvm):
+    """kafka_2.11-0.10.2.2's ``RangeAssignor`` / ``RoundRobinAssignor`` (harness
+    ``LegacyAssignors``), each consumer assigning in its own ``AssignmentContext``."""
+
+    def __init__(self) -> None:
+        super().__init__("LegacyAssignors", "legacy")
+
+    def assign(
+        self, assignor: str, registrations: Mapping[str, bytes], partitions: Mapping[str, int]
+    ) -> dict[TopicPartition, str]:
+        """Partition -> thread id, from the registrations' JSON (consumer id -> data)."""
+        fields = [assignor, ",".join(f"{t}={n}" for t, n in partitions.items())]
+        fields += [f"{c}={base64.b64encode(data).decode()}" for c, data in registrations.items()]
+        status, *owned = self.ask("\t".join(fields)).split("\t")
+        if status != "OK":
+            raise RuntimeError(f"LegacyAssignors failed on {fields}: {owned}")
+        result = {}
+        for item in owned:
+            tp, thread = item.split("=", 1)
+            topic, partition = tp.rsplit("/", 1)
+            result[TopicPartition(topic, int(partition))] = thread
+        return result
