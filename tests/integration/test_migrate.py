@@ -42,14 +42,20 @@ def record(zk, group: str) -> dict:
     return json.loads(zk.get(f"/kafka-zk-bridge/groups/{group}")[0])
 
 
+def topic_with_data(stack, admin, topic: str, partitions: int = 3) -> KafkaProducer:
+    """``topic`` created with ten messages per partition; the producer stays open."""
+    admin.create_topics([NewTopic(topic, partitions, 1)])
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
+    for i in range(10 * partitions):
+        producer.send(topic, b"x", partition=i % partitions)
+    producer.flush()
+    return producer
+
+
 def test_migrate_steps_and_gates(stack, zk, admin, start_bridge, topic_name, chroot):
     topic = topic_name("mig")
-    admin.create_topics([NewTopic(topic, 3, 1)])
     group = f"{topic}-g"
-    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
-    for i in range(30):
-        producer.send(topic, b"x", partition=i % 3)
-    producer.flush()
+    producer = topic_with_data(stack, admin, topic)
     start_bridge()
     consumer = PolledConsumer(stack.bootstrap_servers, group, [topic], "mig-1")
     try:
@@ -169,12 +175,8 @@ def test_a_stopped_zookeeper_group_gets_a_mode_and_migrates(
     offsets, and a step to dual passes while producers keep the lag growing. (The offset
     nodes are written here as an old consumer leaves them; tests/e2e does it with one.)"""
     topic = topic_name("stopped")
-    admin.create_topics([NewTopic(topic, 3, 1)])
     group = f"{topic}-g"
-    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
-    for i in range(30):
-        producer.send(topic, b"x", partition=i % 3)
-    producer.flush()
+    producer = topic_with_data(stack, admin, topic)
     committed = {0: 4, 1: 7, 2: 10}
     for p, offset in committed.items():
         zk.create(f"/consumers/{group}/offsets/{topic}/{p}", str(offset).encode(), makepath=True)
