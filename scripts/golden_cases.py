@@ -425,3 +425,59 @@ def vote_groups() -> list[dict[str, list[str]]]:
             members.setdefault(name, protocols)
         groups.append(members)
     return groups
+
+
+def registration(subscription: dict[str, int], pattern: str = "static") -> str:
+    """/consumers/<g>/ids/<id> as a 0.10.2.2 consumer writes it."""
+    return json.dumps(
+        {"version": 1, "subscription": subscription, "pattern": pattern, "timestamp": "1"},
+        separators=(",", ":"),
+    )
+
+
+#: groups of old consumers (consumer id -> registration JSON) and their topics' partitions
+LEGACY_ASSIGNOR_CASES = {
+    "two consumers, two topics": (
+        {"t0": 5, "orders1": 3},
+        {
+            "g_a-1-00000001": registration({"t0": 2, "orders1": 1}),
+            "g_b-1-00000002": registration({"t0": 1}),
+        },
+    ),
+    "threads sort as strings (c-10 before c-2)": (
+        {"t": 12},
+        {"g_c": registration({"t": 11}), "g_d": registration({"t": 1})},
+    ),
+    "white list beside static, internal topic excluded": (
+        {"x": 3, "y": 3, "__consumer_offsets": 2},
+        {"g_w": registration({".*": 2}, "white_list"), "g_s": registration({"y": 1})},
+    ),
+    "black list": (
+        {"x": 4, "orders": 2},
+        {"g_b": registration({"x": 1}, "black_list"), "g_s": registration({"x": 2})},
+    ),
+    "the PartitionAssignor scaladoc example": (
+        {"t": 5},
+        {"C1": registration({"t": 2}), "C2": registration({"t": 2})},
+    ),
+    "more threads than partitions, a missing topic": (
+        {"t": 2},
+        {"a": registration({"t": 2, "gone": 1}), "b": registration({"t": 1})},
+    ),
+}
+
+#: Kafka range cases: (members as (id, group.instance.id, topics) in join order, partitions)
+KAFKA_RANGE_CASES = {
+    "three members, a missing topic": (
+        [["c-7", None, ["t0", "t1"]], ["A-3", None, ["t1"]], ["c-10", None, ["t0", "missing"]]],
+        {"t0": 5, "t1": 3},
+    ),
+    "static members first, by instance id": (
+        [["m-b", "i-0", ["t"]], ["m-a", None, ["t"]], ["m-z", "i-1", ["t"]]],
+        {"t": 3},
+    ),
+    "a proxy listed between two dynamic members": (
+        [["n1", None, ["t"]], ["g_vm-1-0-5b1f", "g_vm-1-0", ["t"]], ["n2", None, ["t"]]],
+        {"t": 6},
+    ),
+}
