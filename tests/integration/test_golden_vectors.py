@@ -1,9 +1,10 @@
-"""The committed golden vectors are what the Kafka 3.9 jars produce today.
+"""The committed golden vectors are what the Kafka jars produce today.
 
-Re-runs ``scripts/golden_vectors.py`` (Kafka's own classes in a JVM, on the devstack's
-"kafka" classpath) and compares its output with ``tests/golden/*.json``, so the vectors the
-codec tests read can be regenerated and cannot drift from Kafka unnoticed. Needs the jars
-and javac (``scripts/setup.sh``), not the servers.
+Re-runs ``scripts/golden_vectors.py`` (Kafka's own classes in JVMs, on the devstack's
+"kafka" classpath and, for the old consumer's assignors, the "legacy" one) and compares its
+output with ``tests/golden/*.json``, so the vectors the unit tests read can be regenerated
+and cannot drift from Kafka unnoticed. Needs the jars and javac (``scripts/setup.sh``), not
+the servers.
 """
 
 from __future__ import annotations
