@@ -39,6 +39,7 @@ public final class LegacyAssignors {
 
     public static void main(String[] args) throws Exception {
         File dir = Files.createTempDirectory("legacy-assignors").toFile();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> delete(dir)));
         ZooKeeperServer server = new ZooKeeperServer(dir, dir, 2000);
         ServerCnxnFactory factory =
                 ServerCnxnFactory.createFactory(new InetSocketAddress("127.0.0.1", 0), 10);
@@ -64,6 +65,16 @@ public final class LegacyAssignors {
         zk.close();
         factory.shutdown();
         server.shutdown();
+    }
+
+    static void delete(File f) {
+        File[] children = f.listFiles();
+        if (children != null) {
+            for (File c : children) {
+                delete(c);
+            }
+        }
+        f.delete();
     }
 
     static Map<String, String> assign(ZkUtils zk, String group, String[] c) {
