@@ -481,3 +481,16 @@ KAFKA_RANGE_CASES = {
         {"t": 6},
     ),
 }
+
+
+#: old consumers registering (consumer.id, pattern, {topic or regex: streams}), run for real
+LEGACY_REGISTRATIONS = {
+    "static, one topic": ("c1", "static", {"t": 1}),
+    "static, two topics": ("c2", "static", {"b": 2, "a": 3}),
+    "static, six topics (a Scala hash map's order)": ("c3", "static", dict.fromkeys("abcdef", 1)),
+    "white list": ("c4", "white_list", {"foo.*": 2}),
+    "white list, comma-separated topics": ("c5", "white_list", {"t1, t2": 1}),
+    "black list": ("c6", "black_list", {"__.*": 3}),
+    "white list, dotted topic name (backslash)": ("c7", "white_list", {"orders\\.v1": 1}),
+    "white list, escapes": ("c8", "white_list", {'a\\d+/"x"\u0085': 1}),
+}

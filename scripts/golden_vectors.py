@@ -29,6 +29,7 @@ from scripts.golden_cases import (  # noqa: E402
     KAFKA_RANGE_CASES,
     KEYS,
     LEGACY_ASSIGNOR_CASES,
+    LEGACY_REGISTRATIONS,
     OFFSET_VALUES,
     SUBSCRIPTIONS,
     ZNODES,
@@ -190,8 +191,40 @@ def assignors() -> dict:
     return out
 
 
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def legacy_consumer() -> dict:
+    """/consumers/<g>/ids/<id> as a real 0.10.2.2 ``ZookeeperConsumerConnector`` registers
+    itself, and how old consumers read it back (``TopicCount``)."""
+    lines = [
+        "\t".join(["register", cid, pattern, ",".join(f"{_b64(k)}={n}" for k, n in subs.items())])
+        for cid, pattern, subs in LEGACY_REGISTRATIONS.values()
+    ]
+    answers = run_lines("LegacyAssignors", "legacy", lines)
+    out = {}
+    for (name, (cid, pattern, subs)), answer in zip(
+        LEGACY_REGISTRATIONS.items(), answers, strict=True
+    ):
+        status, registered, read_pattern, *entries = answer.split("\t")
+        if status != "OK":
+            raise SystemExit(f"LegacyAssignors failed on {name}: {registered}")
+        read = [
+            [base64.b64decode(k).decode(), int(n)] for k, n in (e.rsplit("=", 1) for e in entries)
+        ]
+        out[name] = {
+            "consumer_id": cid,
+            "requested": {"pattern": pattern, "streams": subs},
+            "json": registered,
+            "read_back": {"pattern": read_pattern, "subscription": read},
+        }
+    return {"registrations": out}
+
+
 GENERATORS = {
     "assignors": assignors,
+    "legacy_consumer": legacy_consumer,
     "consumer_offsets": consumer_offsets,
     "javahash": javahash,
     "znodes": znodes,

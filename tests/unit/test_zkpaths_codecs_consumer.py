@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.golden import load
 from zkpaths import (
     BLACK_LIST,
     STATIC,
@@ -23,8 +24,9 @@ from zkpaths import (
     encode_owner,
 )
 
-# ZookeeperConsumerConnector.registerConsumerInZK, 0.10.2.2
-V010 = b'{"version":1,"subscription":{"t":1},"pattern":"static","timestamp":"1500000000000"}'
+# ZookeeperConsumerConnector.registerConsumerInZK, 0.10.2.2 (a real consumer, run by
+# scripts/golden_vectors.py; its timestamp fixed): tests/golden/legacy_consumer.json
+V010 = load("legacy_consumer")["registrations"]["static, one topic"]["json"].encode()
 # 0.8.0: Utils.mergeJsonFields of sorted fields, TopicCount.dbString with spaces
 V080 = (
     b'{ "pattern":"static", "subscription":{ "t": 1 }, "timestamp":"1400000000000", "version":1 }'

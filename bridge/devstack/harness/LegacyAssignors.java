@@ -8,27 +8,46 @@
 // its own AssignmentContext, as a rebalancing old consumer does, and the partitions it
 // assigns to itself are collected. The answer is one stdout line
 //   OK  TAB  topic/partition=thread-id  TAB ...
-// or ERROR TAB message (also when two consumers would claim one partition). An empty line or
-// EOF ends the process.
+// or ERROR TAB message (also when two consumers would claim one partition).
+//
+// A line "register TAB consumer-id TAB static|white_list|black_list TAB base64(topic)=streams,..."
+// instead starts a real ZookeeperConsumerConnector (that consumer.id, no brokers) with those
+// streams (a wildcard takes one entry: its regex) and answers OK TAB the JSON it registered
+// under /consumers/<g>/ids, its timestamp replaced by 1500000000000, then TAB the pattern
+// and TAB base64(topic or regex)=streams entries as an old consumer's TopicCount reads them
+// (for a wildcard, the regex of its TopicFilter).
+// An empty line or EOF ends the process.
 
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.TreeMap;
 import kafka.common.TopicAndPartition;
 import kafka.consumer.AssignmentContext;
+import kafka.consumer.Blacklist;
+import kafka.consumer.Consumer;
+import kafka.consumer.ConsumerConfig;
 import kafka.consumer.ConsumerThreadId;
 import kafka.consumer.PartitionAssignor;
 import kafka.consumer.RangeAssignor;
 import kafka.consumer.RoundRobinAssignor;
+import kafka.consumer.TopicCount;
+import kafka.consumer.TopicCount$;
+import kafka.consumer.TopicFilter;
+import kafka.consumer.Whitelist;
+import kafka.consumer.WildcardTopicCount;
+import kafka.javaapi.consumer.ConsumerConnector;
 import kafka.utils.ZkUtils;
 import org.apache.zookeeper.server.ServerCnxnFactory;
 import org.apache.zookeeper.server.ZooKeeperServer;
@@ -53,9 +72,15 @@ public final class LegacyAssignors {
         while ((line = in.readLine()) != null && !line.isEmpty()) {
             String answer;
             try {
+                String[] fields = line.split("\t", -1);
+                String zkConnect = "127.0.0.1:" + factory.getLocalPort();
                 StringBuilder sb = new StringBuilder("OK");
-                assign(zk, "g" + n++, line.split("\t", -1))
-                        .forEach((k, v) -> sb.append('\t').append(k).append('=').append(v));
+                if ("register".equals(fields[0])) {
+                    sb.append('\t').append(register(zk, zkConnect, "g" + n++, fields));
+                } else {
+                    assign(zk, "g" + n++, fields)
+                            .forEach((k, v) -> sb.append('\t').append(k).append('=').append(v));
+                }
                 answer = sb.toString();
             } catch (Exception e) {
                 answer = "ERROR\t" + e.toString().replace('\n', ' ');
@@ -65,6 +90,60 @@ public final class LegacyAssignors {
         zk.close();
         factory.shutdown();
         server.shutdown();
+    }
+
+    static String register(ZkUtils zk, String zkConnect, String group, String[] c)
+            throws ReflectiveOperationException {
+        Properties props = new Properties();
+        props.put("zookeeper.connect", zkConnect);
+        props.put("group.id", group);
+        props.put("consumer.id", c[1]);
+        props.put("auto.commit.enable", "false");
+        ConsumerConnector connector = Consumer.createJavaConsumerConnector(new ConsumerConfig(props));
+        try {
+            Map<String, Integer> streams = new LinkedHashMap<>();
+            for (String s : c[3].split(",")) {
+                int eq = s.lastIndexOf('=');
+                streams.put(
+                        new String(Base64.getDecoder().decode(s.substring(0, eq)), StandardCharsets.UTF_8),
+                        Integer.parseInt(s.substring(eq + 1)));
+            }
+            if ("static".equals(c[2])) {
+                connector.createMessageStreams(streams);
+            } else {
+                Map.Entry<String, Integer> w = streams.entrySet().iterator().next();
+                TopicFilter filter = "white_list".equals(c[2]) ? new Whitelist(w.getKey()) : new Blacklist(w.getKey());
+                connector.createMessageStreamsByFilter(filter, w.getValue());
+            }
+            String id = group + "_" + c[1];
+            String json = zk.readData("/consumers/" + group + "/ids/" + id)._1();
+            StringBuilder out = new StringBuilder(
+                    json.replaceFirst("\"timestamp\":\"[0-9]+\"", "\"timestamp\":\"1500000000000\""));
+            // and how an old consumer reads it back (TopicCount, as a rebalance does)
+            TopicCount read = TopicCount$.MODULE$.constructTopicCount(group, id, zk, true);
+            out.append('\t').append(read.pattern());
+            for (Map.Entry<String, Object> e :
+                    JavaConverters.mapAsJavaMapConverter(read.getTopicCountMap()).asJava().entrySet()) {
+                // a wildcard's map key is its regex JSON-escaped again; the filter holds the regex
+                String key = read instanceof WildcardTopicCount ? filterRegex(read) : e.getKey();
+                out.append('\t').append(Base64.getEncoder().encodeToString(key.getBytes(StandardCharsets.UTF_8)))
+                        .append('=').append(e.getValue());
+            }
+            return out.toString();
+        } finally {
+            connector.shutdown();
+        }
+    }
+
+    /** The regex of a WildcardTopicCount's (private) TopicFilter. */
+    static String filterRegex(TopicCount count) throws ReflectiveOperationException {
+        for (Field f : WildcardTopicCount.class.getDeclaredFields()) {
+            if (TopicFilter.class.isAssignableFrom(f.getType())) {
+                f.setAccessible(true);
+                return ((TopicFilter) f.get(count)).regex();
+            }
+        }
+        throw new NoSuchFieldException("WildcardTopicCount has no TopicFilter field");
     }
 
     static void delete(File f) {
