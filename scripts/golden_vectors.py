@@ -47,7 +47,7 @@ def run_harness(requests: list[dict]) -> list[dict]:
     """Answers of GoldenVectors.java to ``requests`` (one JVM)."""
     cp = harness_classpath(SOURCE, "kafka")
     res = subprocess.run(
-        [_java(), "-Xmx256m", "-cp", cp, "GoldenVectors"],
+        [_java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", cp, "GoldenVectors"],
         input=json.dumps(requests).encode(),
         capture_output=True,
         check=False,
@@ -100,13 +100,13 @@ def consumer_offsets() -> dict:
 def javahash() -> dict:
     """``String.hashCode``, the coordinator partition ``Utils.abs(hashCode) % n``, and JVM
     hash-map iteration orders."""
-    requests = [{"kind": "hash", "string": s, "partitions": [1, 3, 50, 64]} for s in HASH_STRINGS]
-    strings = [{"string": s} | a for s, a in zip(HASH_STRINGS, run_harness(requests), strict=True)]
     orders = order_cases()
-    answers = run_harness([{"kind": "order", "keys": keys} for keys in orders])
+    requests = [{"kind": "hash", "string": s, "partitions": [1, 3, 50, 64]} for s in HASH_STRINGS]
+    answers = run_harness(requests + [{"kind": "order", "keys": keys} for keys in orders])
+    hashes, ordered = answers[: len(HASH_STRINGS)], answers[len(HASH_STRINGS) :]
     return {
-        "strings": strings,
-        "orders": [{"keys": k} | a for k, a in zip(orders, answers, strict=True)],
+        "strings": [{"string": s} | a for s, a in zip(HASH_STRINGS, hashes, strict=True)],
+        "orders": [{"keys": k} | a for k, a in zip(orders, ordered, strict=True)],
     }
 
 
@@ -142,7 +142,7 @@ def run_lines(name: str, jars: str, lines: list[str]) -> list[str]:
     """Answers of a line-protocol harness (one JVM) to ``lines``."""
     cp = harness_classpath(HARNESS.with_name(f"{name}.java"), jars)
     res = subprocess.run(
-        [_java(), "-Xmx128m", "-cp", cp, name],
+        [_java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", cp, name],
         input="".join(line + "\n" for line in lines).encode(),
         capture_output=True,
         check=False,
