@@ -1,11 +1,11 @@
-"""Kafka's own assignors as independent references for property tests.
+"""Kafka's own code as an independent reference for property tests.
 
 Each reference is one long-lived JVM running a harness from ``bridge/devstack/harness/``
 that answers one case per line, so a property test can ask it for hundreds of assignments
 at the cost of one JVM start: :class:`JavaRange` is kafka-clients 3.9's ``RangeAssignor``
 (the "kafka" classpath), :class:`LegacyAssignors` the old Scala consumer's range and
 roundrobin assignors (kafka_2.11-0.10.2.2, the "legacy" classpath, over an embedded
-ZooKeeper).
+ZooKeeper), :class:`KafkaMessages` Kafka's generated message classes.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ Member = tuple[str, str | None, Sequence[str]]
 class _LineJvm:
     """A harness JVM answering one stdin line with one stdout line."""
 
-    def __init__(self, name: str, jars: str) -> None:
+    def __init__(self, name: str, jars: str, *args: str) -> None:
         argv = [
             _java(),
             "-Xmx128m",
@@ -34,6 +34,7 @@ class _LineJvm:
             "-cp",
             harness_classpath(HARNESS.with_name(f"{name}.java"), jars),
             name,
+            *args,
         ]
         self.name = name
         self.proc = subprocess.Popen(
@@ -112,3 +113,20 @@ class LegacyAssignors(_LineJvm):
             topic, partition = tp.rsplit("/", 1)
             result[TopicPartition(topic, int(partition))] = thread
         return result
+
+
+class KafkaMessages(_LineJvm):
+    """Kafka 3.9's generated messages (``__consumer_offsets`` keys and values, consumer
+    protocol), written by ``MessageUtil.toVersionPrefixedBytes`` (harness ``GoldenVectors``)."""
+
+    def __init__(self) -> None:
+        super().__init__("GoldenVectors", "kafka", "--lines")
+
+    def write(self, message: str, version: int, fields: dict, **tagged: list) -> bytes:
+        """Kafka's bytes for ``message`` at ``version`` from its JSON ``fields``; ``tagged``
+        and ``member_tagged`` carry unknown tagged fields as ``[tag, hex]`` pairs."""
+        request = {"kind": "message", "message": message, "version": version, "fields": fields}
+        answer = json.loads(self.ask(json.dumps(request | tagged)))
+        if "error" in answer:
+            raise RuntimeError(f"Kafka cannot write {request}: {answer['error']}")
+        return bytes.fromhex(answer["hex"])

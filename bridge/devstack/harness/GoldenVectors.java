@@ -1,9 +1,10 @@
 // Golden vectors for the codec tests, produced by Kafka 3.9's own classes.
 //
-// Reads one JSON array of requests on stdin and prints one JSON array of answers, in order.
+// Reads one JSON array of requests on stdin and prints one JSON array of answers, in order;
+// with --lines, one request per stdin line and one answer per stdout line (for property tests).
 // Requests (the generator, scripts/golden_vectors.py, chooses the inputs):
 //   {"kind": "message", "message": "OffsetCommitValue", "version": 3, "fields": {...},
-//    "tagged": [[tag, "hex"], ...]}
+//    "tagged": [[tag, "hex"], ...], "member_tagged": [[[tag, "hex"], ...] per member]}
 //     a generated message (__consumer_offsets keys/values, consumer protocol) built from its
 //     JSON form by Kafka's JsonConverter, written version-prefixed by MessageUtil; the answer
 //     is {"hex": ..., "fields": ...} where "fields" is what Kafka reads back from those bytes.
@@ -26,6 +27,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -76,33 +80,53 @@ public final class GoldenVectors {
     private GoldenVectors() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("--lines")) {
+            lines();
+            return;
+        }
         JsonNode requests = JSON.readTree(new String(System.in.readAllBytes(), StandardCharsets.UTF_8));
         ArrayNode answers = JSON.createArrayNode();
         for (JsonNode r : requests) {
-            String kind = r.get("kind").asText();
-            switch (kind) {
-                case "message":
-                    answers.add(message(r));
-                    break;
-                case "hash":
-                    answers.add(hash(r));
-                    break;
-                case "order":
-                    answers.add(order(r));
-                    break;
-                case "znode":
-                    answers.add(ZNodes.answer(r));
-                    break;
-                case "vote":
-                    answers.add(vote(r));
-                    break;
-                default:
-                    throw new IllegalArgumentException("unknown kind " + kind);
-            }
+            answers.add(answer(r));
         }
         System.out.write(JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(answers));
         System.out.println();
         System.out.flush();
+    }
+
+    /** One request per stdin line, one answer (or {"error": ...}) per stdout line. */
+    static void lines() throws Exception {
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(System.out, true, "UTF-8");
+        String line;
+        while ((line = in.readLine()) != null && !line.isEmpty()) {
+            JsonNode answer;
+            try {
+                answer = answer(JSON.readTree(line));
+            } catch (Exception e) {
+                answer = JSON.createObjectNode().put("error", String.valueOf(e.getCause() != null ? e.getCause() : e));
+            }
+            out.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    static JsonNode answer(JsonNode r) throws Exception {
+        String kind = r.get("kind").asText();
+        switch (kind) {
+            case "message":
+                return message(r);
+            case "hash":
+                return hash(r);
+            case "order":
+                return order(r);
+            case "znode":
+                return ZNodes.answer(r);
+            case "vote":
+                return vote(r);
+            default:
+                throw new IllegalArgumentException("unknown kind " + kind);
+        }
     }
 
     static Class<?> messageClass(String name) throws ClassNotFoundException {
@@ -124,9 +148,11 @@ public final class GoldenVectors {
         Method read = conv.getMethod("read", JsonNode.class, short.class);
         Method write = conv.getMethod("write", cls, short.class);
         Message msg = (Message) read.invoke(null, r.get("fields"), version);
-        if (r.has("tagged")) {
-            for (JsonNode t : r.get("tagged")) {
-                msg.unknownTaggedFields().add(new RawTaggedField(t.get(0).asInt(), hex(t.get(1).asText())));
+        addTagged(msg, r.get("tagged"));
+        if (r.has("member_tagged")) {
+            List<?> members = (List<?>) cls.getMethod("members").invoke(msg);
+            for (int i = 0; i < members.size(); i++) {
+                addTagged((Message) members.get(i), r.get("member_tagged").get(i));
             }
         }
         byte[] bytes = MessageUtil.toVersionPrefixedBytes(version, msg);
@@ -141,11 +167,30 @@ public final class GoldenVectors {
         ObjectNode answer = JSON.createObjectNode();
         answer.put("hex", hex(bytes));
         answer.set("fields", (JsonNode) write.invoke(null, back, readVersion));
-        ArrayNode tagged = answer.putArray("tagged");
-        for (RawTaggedField t : back.unknownTaggedFields()) {
-            tagged.addArray().add(t.tag()).add(hex(t.data()));
+        answer.set("tagged", tagged(back));
+        if (r.has("member_tagged")) {
+            ArrayNode perMember = answer.putArray("member_tagged");
+            for (Object m : (List<?>) cls.getMethod("members").invoke(back)) {
+                perMember.add(tagged((Message) m));
+            }
         }
         return answer;
+    }
+
+    static void addTagged(Message msg, JsonNode tags) {
+        if (tags != null) {
+            for (JsonNode t : tags) {
+                msg.unknownTaggedFields().add(new RawTaggedField(t.get(0).asInt(), hex(t.get(1).asText())));
+            }
+        }
+    }
+
+    static ArrayNode tagged(Message msg) {
+        ArrayNode out = JSON.createArrayNode();
+        for (RawTaggedField t : msg.unknownTaggedFields()) {
+            out.addArray().add(t.tag()).add(hex(t.data()));
+        }
+        return out;
     }
 
     static ObjectNode hash(JsonNode r) {
