@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 
 from bridge import __version__, logs
+from bridge.commands import settings_from_args
 from bridge.commands.groups import register as register_groups
 from bridge.commands.offsets import register as register_offsets
 from bridge.config import ConfigError, load
+from bridge.connect import Unreachable
 
 log = logging.getLogger("bridge.cli")
 
@@ -27,19 +29,10 @@ def _connection_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _settings(args: argparse.Namespace):
-    overrides: dict = {}
-    if getattr(args, "zookeeper", None):
-        overrides.setdefault("zookeeper", {})["connect"] = args.zookeeper
-    if getattr(args, "bootstrap_server", None):
-        overrides.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap_server
-    if getattr(args, "metrics_address", None):
-        overrides.setdefault("metrics", {})["address"] = args.metrics_address
-    return load(args.config, overrides)
+_settings = settings_from_args
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bridge.connect import Unreachable
     from bridge.service import Bridge
 
     settings = _settings(args)
@@ -97,6 +90,9 @@ def cmd_devstack(args: argparse.Namespace) -> int:
     elif args.output == "env":
         print(f"ZOOKEEPER={status['zookeeper']}")
         print(f"BOOTSTRAP_SERVERS={status['bootstrap_servers']}")
+        # what every zk-bridge subcommand reads when no flag names the servers
+        print(f"export ZK_BRIDGE_ZOOKEEPER={status['zookeeper']}")
+        print(f"export ZK_BRIDGE_BOOTSTRAP_SERVERS={status['bootstrap_servers']}")
         # the SASL_PLAINTEXT listener; the password is a local dev credential of this stack
         print(f"SASL_BOOTSTRAP_SERVERS={status['sasl_bootstrap_servers']}")
         print(f"SASL_MECHANISM={status['sasl_mechanism']}")
@@ -131,12 +127,12 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     from kazoo.handlers.threading import KazooTimeoutError
 
     from bridge.audit import snapshot
-    from bridge.connect import Unreachable, connect_zookeeper
+    from bridge.connect import command_zookeeper
 
     settings = _settings(args)
     zk = settings.zookeeper
     try:
-        client = connect_zookeeper(zk, attempts=2)
+        client = command_zookeeper(zk)
     except Unreachable as exc:
         print(f"snapshot: {exc}", file=sys.stderr)
         return 3
@@ -228,13 +224,13 @@ def _audit_dump(args: argparse.Namespace, settings, bootstrap: str | None, clien
     from kafka.errors import KafkaError
 
     from bridge.audit import dump
-    from bridge.connect import Unreachable, connect_kafka
+    from bridge.connect import command_kafka
 
     if not bootstrap or args.out is None:
         print("audit dump: --bootstrap-server and --out are required", file=sys.stderr)
         return 2
     try:
-        admin = connect_kafka(settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}), 2)
+        admin = command_kafka(settings.kafka.model_copy(update={"bootstrap_servers": bootstrap}))
     except Unreachable as exc:
         print(f"audit dump: {exc}", file=sys.stderr)
         return 3
@@ -332,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         choices=["table", "json", "env"],
         default="table",
-        help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=... and "
+        help="env prints shell assignments ZOOKEEPER=... BOOTSTRAP_SERVERS=..., the exports "
+        "ZK_BRIDGE_ZOOKEEPER/ZK_BRIDGE_BOOTSTRAP_SERVERS every subcommand reads, and "
         "SASL_BOOTSTRAP_SERVERS/SASL_MECHANISM/SASL_USERNAME/SASL_PASSWORD (a local dev "
         "credential) for the SASL_PLAINTEXT listener",
     )
@@ -353,6 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logs.setup(args.log_level, args.log_format)
+    if args.command != "run" and args.log_level.upper() != "DEBUG":
+        # a command's own line says what failed; the client libraries' connection retries
+        # would only bury it (the bridge service keeps them: there they show a streak)
+        for library in ("kafka", "kazoo"):
+            logging.getLogger(library).setLevel(logging.CRITICAL)
     from kazoo.exceptions import NoAuthError
 
     try:
@@ -360,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    except Unreachable as exc:  # a server down or misnamed: one line, no traceback
+        print(f"zk-bridge {args.command}: {exc}", file=sys.stderr)
+        return 3
     except NoAuthError:
         print(
             "ZooKeeper refused a change: this identity is not allowed by the node's ACL. Nodes "

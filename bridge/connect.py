@@ -129,3 +129,45 @@ def connect_kafka(
             f"{what} at {settings.bootstrap_servers} did not answer after {attempts} attempts "
             f"({type(exc).__name__})"
         ) from None
+
+
+#: an operator command waits this long for a server before it gives up with one line
+COMMAND_WAIT_S = 5.0
+
+_HOW = {
+    "ZooKeeper": "--zookeeper HOST:PORT[/chroot], ZK_BRIDGE_ZOOKEEPER or [zookeeper] connect",
+    "Kafka": "--bootstrap-server HOST:PORT[,...], ZK_BRIDGE_BOOTSTRAP_SERVERS or "
+    "[kafka] bootstrap_servers",
+}
+
+
+def command_zookeeper(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> KazooClient:
+    """ZooKeeper for an operator command: one try of at most ``COMMAND_WAIT_S``, then an
+    ``Unreachable`` that says how to point the command elsewhere."""
+    quick = settings.model_copy(
+        update={"connection_timeout_s": min(settings.connection_timeout_s, COMMAND_WAIT_S)}
+    )
+    try:
+        return connect_zookeeper(quick, attempts=1, root=root)
+    except Unreachable:
+        raise Unreachable(
+            f"ZooKeeper at {settings.connect} did not answer within "
+            f"{quick.connection_timeout_s:g}s; point at it with {_HOW['ZooKeeper']}"
+        ) from None
+
+
+def command_kafka(settings: KafkaSettings, what: str = "Kafka") -> KafkaAdminClient:
+    """Kafka for an operator command, as ``command_zookeeper``; a refused login is said as
+    the broker said it."""
+    wait_ms = min(settings.request_timeout_ms, int(COMMAND_WAIT_S * 1000))
+    try:
+        return connect_kafka(
+            settings.model_copy(update={"request_timeout_ms": wait_ms}), attempts=1, what=what
+        )
+    except LoginRefused:
+        raise
+    except Unreachable:
+        raise Unreachable(
+            f"{what} at {settings.bootstrap_servers} did not answer within {wait_ms / 1000:g}s; "
+            f"point at it with {_HOW['Kafka']}"
+        ) from None

@@ -7,19 +7,27 @@ it, so a subcommand's arguments and code stay together and ``cli.py`` stays smal
 from __future__ import annotations
 
 import argparse
+import os
 
 from bridge.config import Settings, load
 
+#: where a command finds its servers when no flag names them (``zk-bridge devstack status
+#: --output env`` prints them for a shell to eval)
+ENV_ZOOKEEPER = "ZK_BRIDGE_ZOOKEEPER"
+ENV_BOOTSTRAP_SERVERS = "ZK_BRIDGE_BOOTSTRAP_SERVERS"
+
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Settings from ``--config``, then ``--zookeeper``/``--bootstrap-server`` on top.
-
-    The same precedence as ``cli._settings``; repeated here so that this package does not
-    import ``bridge.cli`` (which imports it).
-    """
+    """The settings of every subcommand: a flag wins over ``ZK_BRIDGE_ZOOKEEPER`` /
+    ``ZK_BRIDGE_BOOTSTRAP_SERVERS``, which win over ``ZK_BRIDGE__SECTION__KEY`` variables and
+    the ``--config`` file, which win over the defaults."""
     overrides: dict = {}
-    if getattr(args, "zookeeper", None):
-        overrides.setdefault("zookeeper", {})["connect"] = args.zookeeper
-    if getattr(args, "bootstrap_server", None):
-        overrides.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap_server
+    zookeeper = getattr(args, "zookeeper", None) or os.environ.get(ENV_ZOOKEEPER)
+    bootstrap = getattr(args, "bootstrap_server", None) or os.environ.get(ENV_BOOTSTRAP_SERVERS)
+    if zookeeper:
+        overrides.setdefault("zookeeper", {})["connect"] = zookeeper
+    if bootstrap:
+        overrides.setdefault("kafka", {})["bootstrap_servers"] = bootstrap
+    if getattr(args, "metrics_address", None):
+        overrides.setdefault("metrics", {})["address"] = args.metrics_address
     return load(getattr(args, "config", None), overrides)

@@ -160,11 +160,17 @@ def _print_table(rows: list[dict], columns: list[str]) -> None:
 
 
 def _open(args):
-    from bridge.cli import _settings
-    from bridge.connect import connect_kafka, connect_zookeeper
+    from bridge.commands import settings_from_args
+    from bridge.connect import command_kafka, command_zookeeper
 
-    settings = _settings(args)
-    return settings, connect_zookeeper(settings.zookeeper), connect_kafka(settings.kafka)
+    settings = settings_from_args(args)
+    zk = command_zookeeper(settings.zookeeper)
+    try:
+        return settings, zk, command_kafka(settings.kafka)
+    except BaseException:
+        zk.stop()
+        zk.close()
+        raise
 
 
 def cmd_groups(args: argparse.Namespace) -> int:

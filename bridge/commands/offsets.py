@@ -366,22 +366,22 @@ class Clients:
 
     @property
     def zk(self) -> KazooClient:
-        from bridge.connect import Unreachable, connect_zookeeper
+        from bridge.connect import Unreachable, command_zookeeper
 
         if self._zk is None:
             try:
-                self._zk = connect_zookeeper(self.settings.zookeeper, attempts=2)
+                self._zk = command_zookeeper(self.settings.zookeeper)
             except Unreachable as exc:
                 raise Failure(str(exc), 3) from None
         return self._zk
 
     @property
     def admin(self) -> KafkaAdminClient:
-        from bridge.connect import Unreachable, connect_kafka
+        from bridge.connect import Unreachable, command_kafka
 
         if self._admin is None:
             try:
-                self._admin = connect_kafka(self.settings.kafka, attempts=2)
+                self._admin = command_kafka(self.settings.kafka)
             except Unreachable as exc:
                 raise Failure(str(exc), 3) from None
         return self._admin

@@ -250,3 +250,22 @@ def test_model_has_every_section():
         "coexistence",
         "metrics",
     }
+
+
+def test_command_addresses_flag_then_short_env_then_config(tmp_path, monkeypatch):
+    import argparse
+
+    from bridge.commands import settings_from_args
+
+    cfg = tmp_path / "bridge.toml"
+    cfg.write_text('[zookeeper]\nconnect = "cfg:2181"\n[kafka]\nbootstrap_servers = "cfg:9092"\n')
+    args = argparse.Namespace(config=cfg, zookeeper=None, bootstrap_server=None)
+    monkeypatch.delenv("ZK_BRIDGE_ZOOKEEPER", raising=False)
+    monkeypatch.delenv("ZK_BRIDGE_BOOTSTRAP_SERVERS", raising=False)
+    assert settings_from_args(args).zookeeper.connect == "cfg:2181"
+    monkeypatch.setenv("ZK_BRIDGE_ZOOKEEPER", "env:2181")
+    monkeypatch.setenv("ZK_BRIDGE_BOOTSTRAP_SERVERS", "env:9092")
+    s = settings_from_args(args)
+    assert (s.zookeeper.connect, s.kafka.bootstrap_servers) == ("env:2181", "env:9092")
+    args.zookeeper = "flag:2181"
+    assert settings_from_args(args).zookeeper.connect == "flag:2181"
