@@ -7,8 +7,10 @@ import argparse
 import faulthandler
 import json
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from bridge import __version__, logs
@@ -30,6 +32,35 @@ def _connection_options(p: argparse.ArgumentParser) -> None:
 
 
 _settings = settings_from_args
+
+
+#: how long a stopping bridge may take to finish cleanly before it exits anyway
+STOP_GRACE_S = 4.0
+
+
+def _stop_within(bridge, grace_s: float, signum: int) -> None:
+    """Ask the bridge to stop; if something (ZooKeeper or Kafka gone, a long resync) holds
+    it past ``grace_s``, exit without the rest of the clean-up. Nothing more is written
+    either way (the writer is halted first); the ZooKeeper session then expires by itself,
+    as after a crash, and a standby takes over."""
+    if bridge.stop_event.is_set():
+        return
+    log.info("%s: stopping", signal.Signals(signum).name)
+    bridge.stop()
+
+    def hard_exit() -> None:
+        log.warning(
+            "still stopping after %.0fs (%s); exiting without a clean shutdown: the ZooKeeper "
+            "session expires by itself and a standby takes over",
+            grace_s,
+            bridge.state,
+        )
+        logging.shutdown()
+        os._exit(0)
+
+    timer = threading.Timer(grace_s, hard_exit)
+    timer.daemon = True
+    timer.start()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -54,7 +85,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
             return 2
         log.info("serving /metrics, /healthz and /readyz", extra={"address": endpoint.address})
-    signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _: _stop_within(bridge, STOP_GRACE_S, signum))
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a stuck bridge is doing
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
@@ -62,8 +94,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     except Unreachable as exc:
         log.error("%s", exc)
         return 3
-    except KeyboardInterrupt:
-        bridge.stop()
     finally:
         if endpoint is not None:
             endpoint.close()

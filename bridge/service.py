@@ -156,11 +156,12 @@ class Bridge:
             self.state = "leader"
             METRICS.leader.set(1)
             METRICS.epoch.set(epoch.value)
-            writer = FencedWriter(self.zk, epoch, Ledger(self.root))
+            writer = FencedWriter(self.zk, epoch, Ledger(self.root), halted=self.stop_event)
             flows = self._flows(writer)
             self._run_flows(flows)
         except Fenced as exc:
-            log.error("deposed: %s; stepping down", exc)
+            if not self.stop_event.is_set():
+                log.error("deposed: %s; stepping down", exc)
         except (ConnectionLoss, SessionExpiredError) as exc:
             log.warning("ZooKeeper %s while leading; stepping down", type(exc).__name__)
         finally:
@@ -171,10 +172,13 @@ class Bridge:
                 # stopping without LeaveGroup: a successor's proxies take the same static ids
                 self._coexistence.close(leave=False)
                 self._coexistence = None
-            try:
-                lock.release()
-            except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
-                pass
+            # with ZooKeeper away, kazoo retries the release for ever: a stopping bridge
+            # leaves it, and its lock node dies with its session
+            if self.zk.connected or not self.stop_event.is_set():
+                try:
+                    lock.release()
+                except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
+                    pass
 
     def _flows(self, writer: FencedWriter) -> list[tuple[Flow, float]]:
         """The enabled flows, each with its own poll interval."""

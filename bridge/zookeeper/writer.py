@@ -12,6 +12,7 @@ actually created.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -96,11 +97,19 @@ class Ledger:
 class FencedWriter:
     """Applies planned operations in fenced, ledgered batches and keeps a known tree."""
 
-    def __init__(self, client: KazooClient, epoch: Epoch, ledger: Ledger) -> None:
+    def __init__(
+        self,
+        client: KazooClient,
+        epoch: Epoch,
+        ledger: Ledger,
+        halted: threading.Event | None = None,
+    ) -> None:
+        """``halted``: once set (the bridge is stopping), nothing more is written."""
         self.client = client
         self.epoch = epoch
         self.ledger = ledger
         self.stats = BatchStats()
+        self.halted = halted
 
     @property
     def session_id(self) -> int:
@@ -115,6 +124,8 @@ class FencedWriter:
         node was not as ``known`` said; a batch that failed changed nothing, and the batches
         that succeeded are reflected in ``known`` before the error is raised.
         """
+        if self.halted is not None and self.halted.is_set():
+            raise Fenced("the bridge is stopping: nothing more is written")
         pending: set[str] = set()
         dropped: set[str] = set()  # markers deleted earlier in this apply
         sent = []
