@@ -63,10 +63,11 @@ from bridge.audit.records import (
 )
 from bridge.audit.verdict import GroupFacts, PartitionState, decide
 from bridge.audit.wire import RecordError
+from bridge.jars import POM_DIR
 
 log = logging.getLogger("bridge.audit")
 
-SPARK_POM = Path(__file__).resolve().parents[1] / "devstack" / "maven" / "spark" / "pom.xml"
+SPARK_POM = POM_DIR / "spark" / "pom.xml"
 DEFAULT_MASTER = "local[2]"
 
 #: key and value kinds of the decoded table (besides the record kinds of records.py)
