@@ -338,6 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where /metrics, /healthz and /readyz listen (default 127.0.0.1:9308; "
         "port 0 picks a free one)",
     )
+    run.add_argument(
+        "--gateway-listen",
+        metavar="HOST:PORT",
+        help="turn the legacy gateway on, listening here (as [gateway] enabled = true and "
+        "listen; see docs/gateway.md); with [registry] advertise = 'gateway', /brokers/ids "
+        "sends old clients to it",
+    )
     run.set_defaults(func=cmd_run)
 
     dev = sub.add_parser("devstack", help="a local ZooKeeper + 3-node KRaft Kafka, no Docker")

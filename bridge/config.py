@@ -221,11 +221,48 @@ class RegistrySettings(_Section):
     #: PLAINTEXT listener(s) old clients use, HOST:PORT[,...]; when set, /brokers/ids holds
     #: each broker's endpoint on that listener, not on the one the bridge connects through
     legacy_bootstrap_servers: str | None = None
+    #: whose endpoints /brokers/ids publishes: the brokers' own (or legacy_bootstrap_servers'),
+    #: or the legacy gateway's (flow F6: old clients then talk to the gateway only)
+    advertise: Literal["brokers", "gateway"] = "brokers"
 
     @field_validator("legacy_bootstrap_servers")
     @classmethod
     def _legacy_bootstrap(cls, v: str | None) -> str | None:
         return None if v is None else _check_hostports(v, "the legacy PLAINTEXT listener")
+
+
+class GatewaySettings(_Section):
+    """The legacy gateway (flow F6): old clients' request versions answered from the cluster."""
+
+    enabled: bool = False
+    #: HOST:PORT the gateway listens on (port 0 picks a free one)
+    listen: str | None = None
+    #: the host /brokers/ids publishes for the gateway; unset: the listen host
+    advertised_host: str | None = None
+    #: a request larger than this closes the connection (Kafka's socket.request.max.bytes)
+    max_request_bytes: int = Field(104857600, ge=1024, le=2147483647)
+    #: connections beyond this are closed as they arrive (Kafka's max.connections)
+    max_connections: int = Field(1000, ge=1, le=1000000)
+    #: a connection idle this long is closed (Kafka's connections.max.idle.ms, in seconds)
+    idle_timeout_s: float = Field(600.0, gt=0, le=86400)
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            split_hostport(v, min_port=0)
+        except ValueError as exc:
+            raise ValueError(f"expected HOST:PORT (port 0 picks a free one): {exc}") from None
+        return v.strip()
+
+    @field_validator("advertised_host")
+    @classmethod
+    def _advertised_host(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9._\-]+|[0-9A-Fa-f:.]+", v):
+            raise ValueError("expected a host name or address, without a port")
+        return v
 
 
 class GroupsSettings(_Section):
@@ -290,6 +327,29 @@ class Settings(_Section):
     groups: GroupsSettings = GroupsSettings()
     coexistence: CoexistenceSettings = CoexistenceSettings()
     metrics: MetricsSettings = MetricsSettings()
+    gateway: GatewaySettings = GatewaySettings()
+
+    @model_validator(mode="after")
+    def _gateway_rules(self) -> Settings:
+        """Rules across keys; each message names the keys involved."""
+        if self.gateway.enabled and self.gateway.listen is None:
+            raise ValueError(
+                "gateway.enabled = true needs gateway.listen = 'HOST:PORT' "
+                "(or run with --gateway-listen HOST:PORT)"
+            )
+        if self.registry.advertise != "gateway":
+            return self
+        if not self.gateway.enabled:
+            raise ValueError(
+                "registry.advertise = 'gateway' needs the gateway on: set gateway.enabled = "
+                "true and gateway.listen (or run with --gateway-listen HOST:PORT)"
+            )
+        if self.registry.legacy_bootstrap_servers is not None:
+            raise ValueError(
+                "registry.legacy_bootstrap_servers has no effect with registry.advertise = "
+                "'gateway' (/brokers/ids then publishes the gateway): unset one of them"
+            )
+        return self
 
 
 Origins = dict[tuple[str, str], str]
@@ -375,6 +435,9 @@ def _describe(err: ValidationError, source: str, origins: Origins) -> str:
     lines = [f"invalid configuration ({source}):"]
     for e in err.errors():
         loc = [str(p) for p in e["loc"]]
+        if not loc:  # a rule across sections: its message names the keys
+            lines.append("  " + e["msg"].removeprefix("Value error, "))
+            continue
         key = ".".join(loc)
         where = next(
             (o for (sec, k), o in origins.items() if [sec, k][: len(loc)] == loc[:2]), None

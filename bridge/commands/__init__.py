@@ -30,4 +30,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         overrides.setdefault("kafka", {})["bootstrap_servers"] = bootstrap
     if getattr(args, "metrics_address", None):
         overrides.setdefault("metrics", {})["address"] = args.metrics_address
+    if getattr(args, "gateway_listen", None):
+        overrides["gateway"] = {"enabled": True, "listen": args.gateway_listen}
     return load(getattr(args, "config", None), overrides)

@@ -249,6 +249,7 @@ def test_model_has_every_section():
         "groups",
         "coexistence",
         "metrics",
+        "gateway",
     }
 
 
@@ -269,3 +270,90 @@ def test_command_addresses_flag_then_short_env_then_config(tmp_path, monkeypatch
     assert (s.zookeeper.connect, s.kafka.bootstrap_servers) == ("env:2181", "env:9092")
     args.zookeeper = "flag:2181"
     assert settings_from_args(args).zookeeper.connect == "flag:2181"
+
+
+# ---- [gateway] and registry.advertise -------------------------------------------------------
+
+
+def test_gateway_is_off_and_the_registry_advertises_the_brokers_by_default():
+    s = load(environ={})
+    assert not s.gateway.enabled and s.gateway.listen is None
+    assert s.registry.advertise == "brokers"
+
+
+def test_advertise_gateway_without_the_gateway_is_one_line_naming_both_keys(tmp_path):
+    msg = _error(tmp_path, '[registry]\nadvertise = "gateway"\n')
+    lines = msg.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("invalid configuration (")
+    assert "registry.advertise = 'gateway'" in lines[1] and "gateway.enabled" in lines[1]
+    assert "--gateway-listen" in lines[1]
+
+
+def test_enabled_gateway_needs_a_listen_address(tmp_path):
+    msg = _error(tmp_path, "[gateway]\nenabled = true\n")
+    assert "gateway.enabled = true needs gateway.listen" in msg
+
+
+def test_advertise_gateway_with_a_legacy_listener_is_refused(tmp_path):
+    toml = (
+        '[registry]\nadvertise = "gateway"\nlegacy_bootstrap_servers = "k1:9092"\n'
+        '[gateway]\nenabled = true\nlisten = "0.0.0.0:9092"\n'
+    )
+    msg = _error(tmp_path, toml)
+    assert "registry.legacy_bootstrap_servers" in msg and "registry.advertise" in msg
+
+
+@pytest.mark.parametrize(
+    ("toml", "expected"),
+    [
+        ('[gateway]\nlisten = "nowhere"\n', "gateway.listen: expected HOST:PORT"),
+        ('[gateway]\nlisten = "h:70000"\n', "outside 0-65535"),
+        ('[gateway]\nadvertised_host = "h:9092x"\n', "gateway.advertised_host: expected a host"),
+        ("[gateway]\nmax_request_bytes = 10\n", "1024 <= max_request_bytes <= 2147483647"),
+        ("[gateway]\nidle_timeout_s = 0\n", "0 < idle_timeout_s <= 86400"),
+        ('[registry]\nadvertise = "proxy"\n', "Input should be 'brokers' or 'gateway'"),
+    ],
+)
+def test_bad_gateway_values(tmp_path, toml, expected):
+    assert expected in _error(tmp_path, toml)
+
+
+def test_gateway_from_the_file_and_port_zero(tmp_path):
+    path = tmp_path / "b.toml"
+    path.write_text(
+        '[registry]\nadvertise = "gateway"\n'
+        '[gateway]\nenabled = true\nlisten = "[::1]:0"\nadvertised_host = "gw.example.com"\n'
+    )
+    s = load(path, environ={})
+    assert (s.gateway.listen, s.gateway.advertised_host) == ("[::1]:0", "gw.example.com")
+    assert split_hostport(s.gateway.listen, min_port=0) == ("::1", 0)
+
+
+def test_gateway_listen_flag_turns_it_on(tmp_path, monkeypatch):
+    import argparse
+
+    from bridge.cli import build_parser
+    from bridge.commands import settings_from_args
+
+    monkeypatch.setenv("ZK_BRIDGE__REGISTRY__ADVERTISE", "gateway")
+    args = build_parser().parse_args(["run", "--gateway-listen", "127.0.0.1:0"])
+    s = settings_from_args(args)
+    assert s.gateway.enabled and s.gateway.listen == "127.0.0.1:0"
+    assert s.registry.advertise == "gateway"
+    # without the flag the same environment is refused, naming both keys
+    with pytest.raises(ConfigError, match="registry.advertise = 'gateway' needs the gateway"):
+        settings_from_args(argparse.Namespace(config=None))
+
+
+def test_config_check_reports_the_cross_key_rule(tmp_path):
+    path = tmp_path / "gw.toml"
+    path.write_text('[registry]\nadvertise = "gateway"\n')
+    out = _zk_bridge("config", "check", str(path), env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "registry.advertise = 'gateway' needs the gateway on" in out.stderr
+    path.write_text(
+        '[registry]\nadvertise = "gateway"\n[gateway]\nenabled = true\nlisten = "0.0.0.0:9092"\n'
+    )
+    ok = _zk_bridge("config", "check", str(path), "-v", env={"PATH": "/usr/bin:/bin"})
+    assert ok.returncode == 0, ok.stderr
+    assert '"listen": "0.0.0.0:9092"' in ok.stdout
