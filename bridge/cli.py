@@ -64,7 +64,7 @@ def _stop_within(bridge, grace_s: float, signum: int) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bridge.service import Bridge
+    from bridge.service import Bridge, GatewayError
 
     settings = _settings(args)
     bridge = Bridge(settings)
@@ -94,6 +94,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except Unreachable as exc:
         log.error("%s", exc)
         return 3
+    except GatewayError as exc:
+        log.error("%s", exc)
+        return 2
     finally:
         if endpoint is not None:
             endpoint.close()

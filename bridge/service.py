@@ -33,6 +33,14 @@ from bridge.zookeeper.writer import FencedWriter, Ledger
 
 log = logging.getLogger(__name__)
 
+#: how long a stopping bridge waits for the legacy gateway's connections to close; well
+#: inside the CLI's stop grace (``bridge.cli.STOP_GRACE_S``)
+GATEWAY_STOP_S = 2.0
+
+
+class GatewayError(RuntimeError):
+    """The legacy gateway could not start (its listen address is taken, or not local)."""
+
 
 class Bridge:
     def __init__(self, settings: Settings) -> None:
@@ -45,6 +53,8 @@ class Bridge:
         self.admin: KafkaAdminClient | None = None
         #: on registry.legacy_bootstrap_servers, read for the endpoints /brokers/ids publishes
         self.legacy_admin: KafkaAdminClient | None = None
+        #: the legacy gateway (``[gateway]``), run by every bridge, leader or standby
+        self.gateway = None
         self.is_leader = False
         self._coexistence = None
         # ---- read by /readyz (bridge.http) from its own thread ----
@@ -69,6 +79,11 @@ class Bridge:
         self.zk.add_listener(self._on_state)
         self.admin = connect_kafka(self.settings.kafka)
         self.legacy_admin = self._connect_legacy()
+        try:
+            self._start_gateway()
+        except GatewayError:
+            self.close()
+            raise
         log.info(
             "bridge started",
             extra={
@@ -95,10 +110,42 @@ class Bridge:
         self.state = "stopping"
         self.stop_event.set()
 
+    def _start_gateway(self) -> None:
+        """Start the legacy gateway (flow F6) when ``[gateway]`` turns it on: before the
+        flows, so the endpoints the registry publishes already answer."""
+        g = self.settings.gateway
+        if not g.enabled:
+            return
+        from bridge.gateway.server import Gateway
+
+        assert g.listen is not None  # the settings refuse an enabled gateway without it
+        gateway = Gateway(
+            g.listen,
+            self.settings.kafka,
+            zookeeper=self.zk,
+            advertised_host=g.advertised_host,
+            max_request_bytes=g.max_request_bytes,
+            max_connections=g.max_connections,
+            idle_timeout_s=g.idle_timeout_s,
+        )
+        try:
+            gateway.start()
+        except OSError as exc:
+            raise GatewayError(
+                f"the legacy gateway cannot listen on {g.listen}: {exc.strerror or exc}; "
+                "set gateway.listen (or --gateway-listen) to a free local address"
+            ) from None
+        self.gateway = gateway
+        host, port = gateway.address
+        log.info(
+            "legacy gateway listening",
+            extra={"address": f"{host}:{port}", "advertise": self.settings.registry.advertise},
+        )
+
     def _connect_legacy(self) -> KafkaAdminClient | None:
         """The PLAINTEXT connection whose broker endpoints the registry publishes, if set."""
         s = self.settings
-        if not s.registry.enabled:
+        if not s.registry.enabled or s.registry.advertise == "gateway":
             return None
         if s.registry.legacy_bootstrap_servers is None:
             if s.kafka.security_protocol != "PLAINTEXT":
@@ -119,6 +166,9 @@ class Bridge:
         )
 
     def close(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop(timeout=GATEWAY_STOP_S)
+            self.gateway = None
         if self.admin is not None:
             self.admin.close()
             self.admin = None
@@ -194,6 +244,7 @@ class Bridge:
                         writer,
                         s.kafka.security_protocol,
                         legacy_admin=self.legacy_admin,
+                        gateway=self.gateway if s.registry.advertise == "gateway" else None,
                     ),
                     s.registry.poll_interval_s,
                 )

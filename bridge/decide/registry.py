@@ -49,6 +49,22 @@ def with_legacy_endpoints(view: ClusterView, legacy: Mapping[int, BrokerView]) -
     return replace(view, brokers=brokers, unsettled_brokers=view.unsettled_brokers | missing)
 
 
+def with_gateway_endpoints(
+    view: ClusterView, gateway: Mapping[int, tuple[str, int]]
+) -> ClusterView:
+    """``view`` with each broker published at its legacy gateway endpoint (``gateway``: broker
+    id -> the gateway's HOST, PORT for it, ``registry.advertise = "gateway"``), PLAINTEXT.
+
+    The same substitution as ``with_legacy_endpoints``: broker ids, liveness and racks come
+    from ``view``; a live broker the gateway has no endpoint for (yet) is unsettled, its
+    registration kept as it is, never published with the broker's own endpoint."""
+    legacy = {
+        bid: BrokerView(bid, host, port, security_protocol="PLAINTEXT")
+        for bid, (host, port) in gateway.items()
+    }
+    return with_legacy_endpoints(view, legacy)
+
+
 @dataclass
 class RegistryDecision:
     desired: dict[str, Desired] = field(default_factory=dict)

@@ -11,14 +11,21 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
+from typing import Protocol
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
 
 import zkpaths
 from bridge.decide.plan import Node, plan_writes
-from bridge.decide.registry import SCOPE, decide_registry, with_legacy_endpoints
+from bridge.decide.registry import (
+    SCOPE,
+    decide_registry,
+    with_gateway_endpoints,
+    with_legacy_endpoints,
+)
 from bridge.kafka.cluster import read_brokers, read_cluster
+from bridge.kafka.views import ClusterView
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
 
@@ -49,6 +56,25 @@ def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
     return read_nodes(client, sorted(paths))
 
 
+class GatewayEndpoints(Protocol):
+    """What the registry needs of the legacy gateway (``bridge.gateway.server.Gateway``)."""
+
+    def endpoint_for(self, broker_id: int) -> tuple[str, int]: ...
+
+
+def gateway_endpoints(
+    gateway: GatewayEndpoints, broker_ids: list[int]
+) -> dict[int, tuple[str, int]]:
+    """The gateway endpoint of each broker id it has one for (a LookupError: none yet)."""
+    out = {}
+    for bid in broker_ids:
+        try:
+            out[bid] = gateway.endpoint_for(bid)
+        except LookupError:
+            continue
+    return out
+
+
 class RegistryFlow:
     name = "registry"
 
@@ -59,6 +85,7 @@ class RegistryFlow:
         writer: FencedWriter,
         security_protocol: str = "PLAINTEXT",
         legacy_admin: KafkaAdminClient | None = None,
+        gateway: GatewayEndpoints | None = None,
     ) -> None:
         self.zk = zk
         self.admin = admin
@@ -66,6 +93,8 @@ class RegistryFlow:
         self.security_protocol = security_protocol
         #: connected to ``registry.legacy_bootstrap_servers``: whose endpoints are published
         self.legacy_admin = legacy_admin
+        #: with ``registry.advertise = "gateway"``: /brokers/ids publishes its endpoints
+        self.gateway = gateway
         self._no_legacy_endpoint: frozenset[int] = frozenset()
         self.known: dict[str, Node] = {}
         self.refused: str | None = None
@@ -86,16 +115,7 @@ class RegistryFlow:
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made."""
-        view = self._debounced(read_cluster(self.admin, self.security_protocol))
-        if self.legacy_admin is not None:
-            view = with_legacy_endpoints(view, read_brokers(self.legacy_admin, "PLAINTEXT"))
-            if view.unsettled_brokers != self._no_legacy_endpoint and view.unsettled_brokers:
-                log.warning(
-                    "brokers %s have no endpoint on the legacy listener (yet); their "
-                    "registrations are kept as they are",
-                    sorted(view.unsettled_brokers),
-                )
-            self._no_legacy_endpoint = view.unsettled_brokers
+        view = self._published(self._debounced(read_cluster(self.admin, self.security_protocol)))
         owned = self.owned()
         decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
         for bad in decision.bad_nodes:
@@ -122,6 +142,28 @@ class RegistryFlow:
             return 0
         METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
         return len(plan.ops)
+
+    def _published(self, view: ClusterView) -> ClusterView:
+        """``view`` with the endpoints /brokers/ids publishes: the gateway's, the legacy
+        listener's, or (neither configured) the ones the bridge connects through."""
+        if self.gateway is not None:
+            view = with_gateway_endpoints(
+                view, gateway_endpoints(self.gateway, sorted(view.brokers))
+            )
+            where = "in the legacy gateway"
+        elif self.legacy_admin is not None:
+            view = with_legacy_endpoints(view, read_brokers(self.legacy_admin, "PLAINTEXT"))
+            where = "on the legacy listener"
+        else:
+            return view
+        if view.unsettled_brokers != self._no_legacy_endpoint and view.unsettled_brokers:
+            log.warning(
+                "brokers %s have no endpoint %s (yet); their registrations are kept as they are",
+                sorted(view.unsettled_brokers),
+                where,
+            )
+        self._no_legacy_endpoint = view.unsettled_brokers
+        return view
 
     def _debounced(self, view):
         """Brokers answer Metadata from their own copy, so a topic created a moment ago can

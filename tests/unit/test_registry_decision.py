@@ -6,7 +6,7 @@ import json
 
 import zkpaths
 from bridge.decide.plan import Node, plan_writes
-from bridge.decide.registry import decide_registry, with_legacy_endpoints
+from bridge.decide.registry import decide_registry, with_gateway_endpoints, with_legacy_endpoints
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
 
 NOW = 1_700_000_000_000
@@ -172,3 +172,50 @@ def test_a_broker_gone_from_both_views_is_deleted():
     gone = view(brokers={1: BrokerView(1, "10.0.0.1", 9094, security_protocol="SASL_PLAINTEXT")})
     later = decide_registry(with_legacy_endpoints(gone, legacy), current, set(current), NOW + 1)
     assert "/brokers/ids/2" not in later.desired
+
+
+# ---- the legacy gateway (registry.advertise = "gateway") ----------------------------------
+
+GATEWAY = {1: ("bridge-1.example.com", 19091), 2: ("bridge-1.example.com", 19092)}
+
+
+def test_the_gateway_endpoint_is_published_for_each_broker_id():
+    d = decide_registry(with_gateway_endpoints(sasl_view(), GATEWAY), {}, set(), NOW).desired
+    for bid, (host, port) in GATEWAY.items():
+        reg = json.loads(d[f"/brokers/ids/{bid}"].data)
+        assert reg["endpoints"] == [f"PLAINTEXT://{host}:{port}"]
+        assert (reg["host"], reg["port"]) == (host, port)
+        assert reg["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+    assert json.loads(d["/brokers/ids/2"].data)["rack"] == "r2"
+
+
+def test_with_the_gateway_everything_but_the_endpoints_is_unchanged():
+    plain = decide_registry(view(), {}, set(), NOW).desired
+    gated = decide_registry(with_gateway_endpoints(view(), GATEWAY), {}, set(), NOW).desired
+    assert set(plain) == set(gated)
+    for path in plain:
+        if path.startswith("/brokers/ids/"):
+            a, b = json.loads(plain[path].data), json.loads(gated[path].data)
+            for key in ("host", "port", "endpoints"):
+                a.pop(key), b.pop(key)
+            assert a == b, path
+        else:
+            assert plain[path] == gated[path], path
+
+
+def test_a_broker_without_a_gateway_endpoint_keeps_its_registration():
+    first = decide_registry(with_gateway_endpoints(view(), GATEWAY), {}, set(), NOW).desired
+    current = {p: Node(x.data, 0, 42 if x.ephemeral else 0) for p, x in first.items()}
+    partial = with_gateway_endpoints(view(), {1: GATEWAY[1]})
+    assert partial.unsettled_brokers == frozenset({2})
+    later = decide_registry(partial, current, set(current), NOW + 1).desired
+    assert later["/brokers/ids/2"].data == current["/brokers/ids/2"].data
+    # never published with the broker's own endpoint meanwhile
+    assert "/brokers/ids/2" not in decide_registry(partial, {}, set(), NOW).desired
+
+
+def test_a_gateway_endpoint_for_a_broker_kafka_does_not_list_registers_nothing():
+    extra = {**GATEWAY, 3: ("bridge-1.example.com", 19093)}
+    merged = with_gateway_endpoints(view(), extra)
+    assert set(merged.brokers) == {1, 2}
+    assert "/brokers/ids/3" not in decide_registry(merged, {}, set(), NOW).desired
