@@ -26,10 +26,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test,audit]'
-# Kafka 3.9 and 4.x + ZooKeeper server, the 0.10.2.2 legacy consumer for end-to-end tests, and
-# Spark's Kafka source for the audit pipeline
+# Kafka 3.9 and 4.x + ZooKeeper server, the 0.10.2.2 and 0.8.2.2 legacy clients for end-to-end
+# tests, and Spark's Kafka source for the audit pipeline
 .venv/bin/python -c "
 from bridge.jars import ensure_classpath
-for name in ('kafka', 'kafka4', 'legacy', 'spark'):
+for name in ('kafka', 'kafka4', 'legacy', 'legacy082', 'spark'):
     ensure_classpath(name)
 "

@@ -66,6 +66,18 @@ class Consumed:
     offset: int
     wall_ms: int
     value: str
+    #: with ``--details true`` (``MSGK`` lines): the key, and the message's own timestamp and
+    #: its type (``CreateTime``, ``LogAppendTime``; ``-1``/``NONE`` where the client has none)
+    key: bytes | None = None
+    timestamp: int | None = None
+    timestamp_type: str | None = None
+
+
+def _parse_msgk(line: str) -> Consumed:
+    """``MSGK <thread> <topic> <partition> <offset> <wall_ms> <ts> <ts_type> <key> <value>``."""
+    _, thread, topic, part, off, wall, ts, ts_type, key, value = (line.split(" ", 9) + [""])[:10]
+    raw_key = None if key == "\\N" else b"" if key == "-" else bytes.fromhex(key)
+    return Consumed(thread, topic, int(part), int(off), int(wall), value, raw_key, int(ts), ts_type)
 
 
 class ConsumerProcess:
@@ -92,6 +104,8 @@ class ConsumerProcess:
             if line.startswith("MSG "):
                 _, thread, topic, part, off, wall, value = (line.split(" ", 6) + [""])[:7]
                 self.messages.append(Consumed(thread, topic, int(part), int(off), int(wall), value))
+            elif line.startswith("MSGK "):
+                self.messages.append(_parse_msgk(line))
             elif line.startswith("CONSUMER "):
                 self.consumer_id = line.split(" ", 1)[1]
             elif line == "READY":
@@ -138,7 +152,8 @@ class ConsumerProcess:
 
 
 class LegacyConsumerProcess(ConsumerProcess):
-    """One JVM running the old Scala consumer (0.10.2.2) with the given flags."""
+    """One JVM running the old Scala consumer with the given flags: 0.10.2.2 (``jars``
+    "legacy"), or 0.8.2.2 ("legacy082")."""
 
     def __init__(
         self,
@@ -149,12 +164,13 @@ class LegacyConsumerProcess(ConsumerProcess):
         streams: int = 1,
         extra: list[str] | None = None,
         log: Path | None = None,
+        jars: str = "legacy",
     ) -> None:
         argv = [
             _java(),
             "-Xmx256m",
             "-cp",
-            harness_classpath(),
+            harness_classpath(jars_name=jars),
             "LegacyConsumer",
             "--zookeeper",
             zookeeper,

@@ -17,9 +17,10 @@ POM_DIR = Path(__file__).with_name("poms")
 
 #: classpaths the stack knows about: "kafka" (Kafka 3.9 + ZooKeeper server), "kafka4" (the
 #: newest Kafka 4.x + ZooKeeper server), "legacy"
-#: (the 0.10.2.2 Scala high-level consumer used by end-to-end tests), "spark" (Spark's Kafka
-#: source for the audit pipeline).
-CLASSPATHS = ("kafka", "kafka4", "legacy", "spark")
+#: (the 0.10.2.2 Scala high-level consumer and Java producer used by end-to-end tests),
+#: "legacy082" (the 0.8.2.2 Scala consumer, the oldest client they run), "spark" (Spark's
+#: Kafka source for the audit pipeline).
+CLASSPATHS = ("kafka", "kafka4", "legacy", "legacy082", "spark")
 
 # Two SLF4J bindings on one classpath make every JVM print warnings; the stack logs
 # through reload4j, so logback (pulled in by ZooKeeper 3.8) is left out.

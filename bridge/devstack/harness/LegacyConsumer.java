@@ -2,7 +2,8 @@
  * Test harness for kafka-zk-bridge: drives the OLD Scala high-level consumer
  * (kafka.consumer.ZookeeperConsumerConnector, Kafka 0.10.2.x / 0.11.0.x) configured with
  * nothing but zookeeper.connect, and reports what it consumed on stdout, one flushed line per
- * event. Python tests start it with subprocess and parse stdout.
+ * event. Python tests start it with subprocess and parse stdout. It compiles against the
+ * 0.8.2.2 consumer too (the message timestamp, new in 0.10, is looked up reflectively).
  *
  * Build (default package, Java 8 source level so any JDK >= 8 can build it):
  *   javac -cp '/tmp/ljars/*' -d OUT bridge/devstack/harness/LegacyConsumer.java
@@ -20,6 +21,11 @@
  *                                          or the stream index if the id was not recovered;
  *                                          <value> is UTF-8 with '\' -> "\\", LF -> "\n",
  *                                          CR -> "\r"; a null value prints as "\N".
+ *   MSGK <thread> <topic> <partition> <offset> <wall_ms> <timestamp> <timestamp_type> <key> <value>
+ *                                          instead of MSG with --details: the message's own
+ *                                          timestamp and type (-1 NO_TIMESTAMP_TYPE for magic
+ *                                          0 and 0.8 clients), the key as hex ("\N" if null,
+ *                                          "-" if empty)
  *   ERROR <where> <exception text>         a worker or the connector failed
  *   STOP <reason>                          shutdown started (max-messages|idle|signal|error|streams-ended)
  *   EXIT consumed=<n>                      last line; printed after commitOffsets()+shutdown()
@@ -76,6 +82,7 @@ public final class LegacyConsumer {
     private int pollMs = 200;
     private boolean commitOnExit = true;
     private String logLevel = "WARN";
+    private boolean details = false;
     private final Map<String, String> extraProps = new LinkedHashMap<String, String>();
 
     // ------------------------------------------------------------------ state
@@ -117,6 +124,28 @@ public final class LegacyConsumer {
         return sb.toString();
     }
 
+    static String hex(byte[] b) {
+        if (b == null) {
+            return "\\N";
+        }
+        StringBuilder sb = new StringBuilder(2 * b.length + 1);
+        for (byte x : b) {
+            sb.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+        }
+        return sb.length() == 0 ? "-" : sb.toString();
+    }
+
+    /** "<timestamp> <type>" of a 0.10+ message (MessageAndMetadata.timestamp()), else "-1 NONE". */
+    static String timestampOf(MessageAndMetadata<byte[], byte[]> m) {
+        try {
+            Object ts = m.getClass().getMethod("timestamp").invoke(m);
+            Object type = m.getClass().getMethod("timestampType").invoke(m);
+            return ts + " " + type;
+        } catch (ReflectiveOperationException e) {
+            return "-1 NONE";
+        }
+    }
+
     static String oneLine(Throwable t) {
         String s = String.valueOf(t);
         Throwable c = t.getCause();
@@ -136,6 +165,7 @@ public final class LegacyConsumer {
                 + " [--auto-offset-reset smallest|largest] [--max-messages N] [--idle-exit-ms MS]"
                 + " [--rebalance-max-retries N] [--rebalance-backoff-ms MS] [--zk-session-timeout-ms MS]"
                 + " [--poll-ms MS] [--commit-on-exit true|false] [--log-level WARN]"
+                + " [--details true|false]"
                 + " [--prop key=value]...");
         System.exit(64);
     }
@@ -183,6 +213,7 @@ public final class LegacyConsumer {
                 case "--poll-ms": pollMs = Integer.parseInt(val); break;
                 case "--commit-on-exit": commitOnExit = Boolean.parseBoolean(val); break;
                 case "--log-level": logLevel = val; break;
+                case "--details": details = Boolean.parseBoolean(val); break;
                 case "--prop": {
                     int e = val.indexOf('=');
                     if (e <= 0) {
@@ -367,8 +398,14 @@ public final class LegacyConsumer {
                         }
                         MessageAndMetadata<byte[], byte[]> m = it.next();
                         long now = System.currentTimeMillis();
-                        emit("MSG " + label + " " + m.topic() + " " + m.partition() + " " + m.offset()
-                                + " " + now + " " + escape(m.message()));
+                        String where = label + " " + m.topic() + " " + m.partition() + " " + m.offset()
+                                + " " + now + " ";
+                        if (details) {
+                            emit("MSGK " + where + timestampOf(m) + " " + hex(m.key()) + " "
+                                    + escape(m.message()));
+                        } else {
+                            emit("MSG " + where + escape(m.message()));
+                        }
                         consumed.incrementAndGet();
                         lastActivity.set(now);
                         if (maxMessages >= 0 && n >= maxMessages) {
