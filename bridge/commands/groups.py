@@ -15,7 +15,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import OffsetSpec
 from kafka.structs import TopicPartition as KafkaTP
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from tqdm import tqdm
 
 import zkpaths
@@ -27,7 +27,10 @@ from bridge.decide.migration import (
     check_step,
     gates,
 )
+from bridge.decide.plan import Create, SetData
+from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
+from bridge.zookeeper.writer import BatchRejected, OperatorWriter
 from zkpaths import TopicPartition
 
 
@@ -48,48 +51,32 @@ class GroupState:
     kafka_owners: dict[TopicPartition, str]
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
-
-
 def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) -> GroupState:
-    base = zkpaths.consumer_group_path(group)
+    reader = ConsumerTreeReader(zk)
     old: dict[str, tuple[str, ...]] = {}
     mirrored: set[str] = set()
-    for cid in _children(zk, f"{base}/ids"):
+    real: list[str] = []
+    for cid in reader.consumer_ids([group])[group]:
         try:
-            kind, ident = zkpaths.parse_mirrored(group, cid)
+            _kind, ident = zkpaths.parse_mirrored(group, cid)
             if cid.startswith(f"{group}_~~"):
                 mirrored.add(ident)
                 continue
         except zkpaths.ZkLayoutError:
             pass
+        real.append(cid)
+    for cid, reg in reader.registrations(group, real).items():
         try:
-            reg = zkpaths.decode_consumer_registration(zk.get(f"{base}/ids/{cid}")[0])
-            for topic, threads in zkpaths.registration_thread_ids(cid, reg).items():
-                for t in threads:
-                    old[t] = (*old.get(t, ()), topic)
-        except (NoNodeError, zkpaths.ZkLayoutError):
+            per_topic = zkpaths.registration_thread_ids(cid, reg)
+        except zkpaths.ZkLayoutError as exc:
+            log_problem(NodeProblem(zkpaths.consumer_id_path(group, cid), str(exc)))
             continue
-    zk_offsets: dict[TopicPartition, int] = {}
-    for t in _children(zk, f"{base}/offsets"):
-        for p in _children(zk, f"{base}/offsets/{t}"):
-            try:
-                zk_offsets[TopicPartition(t, int(p))] = zkpaths.decode_offset(
-                    zk.get(f"{base}/offsets/{t}/{p}")[0]
-                )
-            except (NoNodeError, ValueError, zkpaths.ZkLayoutError):
-                continue
-    zk_owners: dict[TopicPartition, str] = {}
-    for t in _children(zk, f"{base}/owners"):
-        for p in _children(zk, f"{base}/owners/{t}"):
-            try:
-                zk_owners[TopicPartition(t, int(p))] = zk.get(f"{base}/owners/{t}/{p}")[0].decode()
-            except (NoNodeError, ValueError, UnicodeDecodeError):
-                continue
+        for topic, threads in per_topic.items():
+            for t in threads:
+                old[t] = (*old.get(t, ()), topic)
+    every_topic: dict[str, None] = {group: None}
+    zk_offsets = {tp: n.offset for tp, n in reader.offsets(every_topic)[group].items()}
+    zk_owners = reader.owners(every_topic)[group]
     desc = admin.describe_groups([group]).get(group) or {}
     proxies: set[str] = set()
     new: dict[str, str] = {}
@@ -178,7 +165,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
     try:
         records = read_records(zk, settings.bridge.root)
         names = set(records) | {g["group_id"] for g in admin.list_groups()}
-        names |= set(_children(zk, zkpaths.CONSUMERS))
+        names |= set(ConsumerTreeReader(zk).groups())
         rows = []
         for g in sorted(names):
             mode = records[g][0].mode.value if g in records else "(not seen yet)"
@@ -247,11 +234,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def forced_sync(zk: KazooClient, root: str, group: str, timeout: float) -> dict | None:
     """Ask the active bridge to reconcile ``group`` now; its report, or None if none came."""
     request = uuid.uuid4().hex
-    path = f"{root}/sync-requests/{group}"
-    try:
-        zk.create(path, request.encode(), makepath=True)
-    except NodeExistsError:
-        zk.set(path, request.encode())
+    _write_request(OperatorWriter(zk), f"{root}/sync-requests/{group}", request.encode())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -262,6 +245,23 @@ def forced_sync(zk: KazooClient, root: str, group: str, timeout: float) -> dict 
             pass
         time.sleep(0.1)
     return None
+
+
+def _write_request(writer: OperatorWriter, path: str, data: bytes) -> None:
+    """Create or replace the request node, conditional on what was read; a concurrent
+    change (the bridge retiring an older request) is read again."""
+    for attempt in range(5):
+        stat = writer.client.exists(path)
+        if stat is None:
+            ops: list = [*writer.missing_parents([path]), Create(path, data)]
+        else:
+            ops = [SetData(path, data, stat.version)]
+        try:
+            writer.apply(ops)
+            return
+        except BatchRejected:
+            if attempt == 4:
+                raise
 
 
 def evaluate(zk, admin, root: str, group: str, mode: str, args) -> tuple[list, GroupState]:
@@ -355,11 +355,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             else:
                 try:
                     record.step(target, args.by, int(time.time() * 1000), results)
-                    write_step(zk, root, g, record, version)
+                    write_step(OperatorWriter(zk), root, g, record, version)
                     row.update(ok=True, why="done")
                 except StepRefused as exc:
                     row.update(ok=False, why=f"refused: {exc}")
-                except BadVersionError:
+                except BatchRejected:
                     row.update(ok=False, why="the record changed meanwhile; run the step again")
             outcome.append(row)
     finally:

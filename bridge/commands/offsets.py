@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import KazooException
 
 from bridge import offsets_file as of
 from bridge.commands import settings_from_args
@@ -54,6 +54,8 @@ from zkpaths.names import node_name_problem, parse_id, topic_problem
 if TYPE_CHECKING:  # kafka-python takes ~0.1 s to import: not for every ``zk-bridge --help``
     from kafka import KafkaAdminClient
     from kazoo.client import KazooClient
+
+    from bridge.zookeeper.writer import OperatorWriter
 
 Key = tuple[str, str, int]  # group, topic, partition
 STORES = ("zookeeper", "kafka")
@@ -84,121 +86,78 @@ class ZkOffset:
     problem: str | None = None
 
 
-def _decode_zk(data: bytes) -> tuple[int | None, str | None]:
-    """(offset, None), (None, None) for -1 "no offset", or (None, why it is unusable)."""
-    text = data.decode("utf-8", errors="replace").strip()
-    if re.fullmatch(r"[0-9]{1,19}", text) and int(text) <= of.INT64_MAX:
-        return int(text), None
-    if text == "-1":
-        return None, None
-    shown = repr(text[:40] + ("..." if len(text) > 40 else ""))
-    return None, f"data {shown} is not an offset (a decimal number in 0..{of.INT64_MAX})"
-
-
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
-
-
 def read_zk_groups(
     zk: KazooClient, groups: Iterable[str] | None
 ) -> tuple[dict[Key, ZkOffset], list[str]]:
-    """Every offset node of ``groups`` (all groups when None), and the nodes that are not
-    offset nodes at all, as ``path: reason`` lines. Node data is fetched pipelined."""
+    """Every usable offset node of ``groups`` (all groups when None), and the bad nodes
+    (left out) as ``path: reason`` lines."""
+    from bridge.zookeeper.reader import ConsumerTreeReader
+
     problems: list[str] = []
-    paths: dict[Key, str] = {}
-    for group in sorted(groups) if groups is not None else _children(zk, "/consumers"):
-        base = f"/consumers/{group}/offsets"
-        for topic in _children(zk, base):
-            if topic_problem(topic):
-                problems.append(f"{base}/{topic}: {topic_problem(topic)}")
-                continue
-            for name in _children(zk, f"{base}/{topic}"):
-                partition = parse_id(name)
-                if partition is None:
-                    problems.append(f"{base}/{topic}/{name}: {name!r} is not a partition number")
-                    continue
-                paths[(group, topic, partition)] = f"{base}/{topic}/{name}"
-    return _read_nodes(zk, paths, problems), problems
+    reader = ConsumerTreeReader(zk, report=lambda p: problems.append(str(p)))
+    names = sorted(groups) if groups is not None else reader.groups()
+    nodes = reader.offsets(dict.fromkeys(names))
+    out = {
+        (g, tp.topic, tp.partition): ZkOffset(n.version, None if n.offset < 0 else n.offset)
+        for g, per_group in nodes.items()
+        for tp, n in per_group.items()
+    }
+    return out, problems
 
 
 def read_zk_keys(zk: KazooClient, keys: Iterable[Key]) -> dict[Key, ZkOffset]:
-    """The offset nodes of exactly these partitions; an absent node is left out."""
-    paths = {k: f"/consumers/{k[0]}/offsets/{k[1]}/{k[2]}" for k in keys}
-    return _read_nodes(zk, paths, [])
+    """The offset nodes of exactly these partitions, read before writing them: an absent
+    node is left out, a bad one is kept (its row shows ``bad``; the write replaces it)."""
+    from bridge.zookeeper.reader import ConsumerTreeReader
+    from zkpaths import TopicPartition
+
+    reader = ConsumerTreeReader(zk, report=lambda _problem: None)  # shown in the plan
+    nodes = reader.offsets_at((g, TopicPartition(t, p)) for g, t, p in keys)
+    return {
+        (g, tp.topic, tp.partition): ZkOffset(
+            n.version, None if n.offset < 0 else n.offset, n.problem
+        )
+        for (g, tp), n in nodes.items()
+    }
 
 
-def _read_nodes(zk: KazooClient, paths: Mapping[Key, str], problems: list[str]):
-    pending = {k: zk.get_async(p) for k, p in paths.items()}
-    out: dict[Key, ZkOffset] = {}
-    for key, result in pending.items():
-        try:
-            data, stat = result.get()
-        except NoNodeError:
-            continue  # deleted while we read: as if never there
-        offset, problem = _decode_zk(data or b"")
-        if problem:
-            problems.append(f"{paths[key]}: {problem}")
-        out[key] = ZkOffset(stat.version, offset, problem)
-    return out
-
-
-def write_zk(zk: KazooClient, targets: Mapping[Key, int], current: Mapping[Key, ZkOffset]) -> None:
+def write_zk(
+    writer: OperatorWriter, targets: Mapping[Key, int], current: Mapping[Key, ZkOffset]
+) -> None:
     """All targets in one transaction; fails as a whole if any node changed since ``current``
     was read (set with its version, or created where it was absent)."""
-    tx = zk.transaction()
-    ops: list[str] = []
-    size = 0
-    parents: set[str] = set()
-    for g, t, p in targets:
-        if (g, t, p) not in current:
-            base = f"/consumers/{g}"
-            parents |= {"/consumers", base, f"{base}/offsets", f"{base}/offsets/{t}"}
-    ordered = sorted(parents, key=lambda path: (path.count("/"), path))
-    exists = {path: zk.exists_async(path) for path in ordered}
-    for parent in ordered:
-        if exists[parent].get() is None:
-            tx.create(parent, b"")
-            ops.append(f"create {parent}")
-            size += len(parent.encode()) + 64
+    from bridge.decide.plan import Create, SetData
+    from bridge.zookeeper.writer import BatchRejected, Check, TooLarge
+
+    paths = {key: f"/consumers/{key[0]}/offsets/{key[1]}/{key[2]}" for key in targets}
+    ops: list = writer.missing_parents(paths[k] for k in targets if k not in current)
     for key in sorted(targets):
-        path = f"/consumers/{key[0]}/offsets/{key[1]}/{key[2]}"
         data = str(targets[key]).encode("ascii")
         node = current.get(key)
         if node is None:
-            tx.create(path, data)
-            ops.append(f"create {path}")
+            ops.append(Create(paths[key], data))
         elif node.offset == targets[key]:
-            tx.check(path, node.version)  # unchanged, but must still be what was read
-            ops.append(f"check {path}")
+            ops.append(Check(paths[key], node.version))  # unchanged, but still as read
         else:
-            tx.set_data(path, data, version=node.version)
-            ops.append(f"set {path}")
-        size += len(path.encode()) + len(data) + 32
-    if size > ZK_TXN_LIMIT:
+            ops.append(SetData(paths[key], data, node.version))
+    try:
+        writer.apply(ops)
+    except TooLarge as exc:
+        raise Failure(f"{exc}: split the file by group") from None
+    except BatchRejected as exc:
+        verb = {"Create": "create", "SetData": "set", "Check": "check"}[type(exc.op).__name__]
         raise Failure(
-            f"the ZooKeeper write is about {size} bytes, more than one transaction may carry "
-            f"(jute.maxbuffer, 1 MiB by default); nothing was written: split the file by group"
-        )
-    results = tx.commit()
-    failed = [
-        (op, r)
-        for op, r in zip(ops, results, strict=False)
-        if isinstance(r, Exception) and type(r).__name__ != "RolledBackError"
-    ]
-    if failed:
-        op, err = failed[0]
-        raise Failure(
-            f"ZooKeeper transaction refused at '{op}' ({type(err).__name__}): the node "
-            "changed since it was read (a concurrent writer?); nothing was written, run again"
-        )
+            f"ZooKeeper transaction refused at '{verb} {exc.op.path}' "
+            f"({type(exc.error).__name__}): the node changed since it was read (a concurrent "
+            "writer?); nothing was written, run again"
+        ) from None
 
 
 def zk_live_ids(zk: KazooClient, group: str) -> list[str]:
     """Old consumers registered for ``group`` (ephemeral ``/consumers/<g>/ids`` children)."""
-    return _children(zk, f"/consumers/{group}/ids")
+    from bridge.zookeeper.reader import ConsumerTreeReader
+
+    return ConsumerTreeReader(zk).consumer_ids([group])[group]
 
 
 # -- Kafka --------------------------------------------------------------------------------
@@ -374,6 +333,13 @@ class Clients:
             except Unreachable as exc:
                 raise Failure(str(exc), 3) from None
         return self._zk
+
+    @property
+    def zk_writer(self) -> OperatorWriter:
+        """Writes go through the operator mode of the writer (one conditional transaction)."""
+        from bridge.zookeeper.writer import OperatorWriter
+
+        return OperatorWriter(self.zk, max_bytes=ZK_TXN_LIMIT)
 
     @property
     def admin(self) -> KafkaAdminClient:
@@ -596,7 +562,7 @@ def _apply(
     from kafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 
     if "zookeeper" in stores:
-        write_zk(clients.zk, targets, zk_now)
+        write_zk(clients.zk_writer, targets, zk_now)
     if "kafka" in stores:
         try:
             write_kafka(clients.settings, clients.admin, targets)
@@ -838,7 +804,11 @@ def cmd_reset(args: argparse.Namespace) -> int:
         else:
             keys = _scope(clients, args, group, stores, zk_nodes, kafka_now)
             targets, notes = _targets(clients, args, group, keys)
-        rows = _rows(targets, zk_nodes, kafka_now, STORES, notes)
+        # what the write is conditional on: the nodes as backed up, and the bad or absent
+        # ones (a bad node is not in the backup but is replaced) as read now
+        others = read_zk_keys(clients.zk, [k for k in targets if k not in zk_nodes])
+        zk_now = {**others, **{k: n for k, n in zk_nodes.items() if k in targets}}
+        rows = _rows(targets, zk_now, kafka_now, STORES, notes)
         paths = backup_paths(args.backup, group, stores, datetime.now(UTC))
         extra: dict[str, Any] = {"group": group, "stores": stores, "dry_run": args.dry_run}
         if args.dry_run:
@@ -866,7 +836,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
                 f"(restore: zk-bridge offsets import {path} --store {store})",
             )
         extra["backups"] = {s: str(p) for s, p in paths.items()}
-        _apply(clients, stores, targets, zk_nodes)
+        _apply(clients, stores, targets, zk_now)
         _finish(args, "reset", rows, list(STORES), extra)
         _status(
             args, f"reset {len(targets)} partition(s) of group {group!r} in {' and '.join(stores)}"

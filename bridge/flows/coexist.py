@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 import zkpaths
 from bridge.decide.handover import (
@@ -33,6 +32,7 @@ from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupView
 from bridge.kafka.proxy import ProxyMember, ProxyPool
 from bridge.metrics import METRICS
+from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -46,28 +46,6 @@ class PendingSync:
     members: tuple[KafkaMember, ...]
     since: float = field(default_factory=time.monotonic)
     decided: dict[TopicPartition, str] | None = None
-
-
-def _children(zk: KazooClient, paths: list[str]) -> dict[str, list[str]]:
-    pending = [(p, zk.get_children_async(p)) for p in paths]
-    out = {}
-    for p, r in pending:
-        try:
-            out[p] = r.get()
-        except NoNodeError:
-            out[p] = []
-    return out
-
-
-def _data(zk: KazooClient, paths: list[str]) -> dict[str, bytes]:
-    pending = [(p, zk.get_async(p)) for p in paths]
-    out = {}
-    for p, r in pending:
-        try:
-            out[p] = r.get()[0] or b""
-        except NoNodeError:
-            continue
-    return out
 
 
 class Coexistence:
@@ -157,45 +135,29 @@ class Coexistence:
         self, group: str, legacy_ids: list[str], owned: set[str], partitions: dict[str, int]
     ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
         """Old threads (thread -> topics), owners and offsets of ``group``."""
-        regs = _data(self.zk, [zkpaths.consumer_id_path(group, c) for c in legacy_ids])
+        reader = ConsumerTreeReader(self.zk, report=self._bad_node)
         threads: dict[str, set[str]] = {}
-        for path, data in regs.items():
-            cid = path.rsplit("/", 1)[1]
+        for cid, reg in reader.registrations(group, legacy_ids).items():
             try:
-                reg = zkpaths.decode_consumer_registration(data, path=path)
                 per_topic = zkpaths.registration_thread_ids(cid, reg, sorted(partitions))
             except zkpaths.ZkLayoutError as exc:
+                path = zkpaths.consumer_id_path(group, cid)
                 self.report(path, f"old consumer registration unusable: {exc}", "bad_node")
                 continue
             for topic, ids in per_topic.items():
                 for t in ids:
                     threads.setdefault(t, set()).add(topic)
-        subscribed = sorted({t for ts in threads.values() for t in ts})
-        owner_dirs = [zkpaths.topic_owners_path(group, t) for t in subscribed]
-        offset_dirs = [zkpaths.topic_offsets_path(group, t) for t in subscribed]
-        listing = _children(self.zk, owner_dirs + offset_dirs)
-        owner_paths = [f"{d}/{p}" for d in owner_dirs for p in listing[d]]
-        offset_paths = [f"{d}/{p}" for d in offset_dirs for p in listing[d]]
-        data = _data(self.zk, owner_paths + offset_paths)
-        owners: dict[TopicPartition, OwnerNode] = {}
-        offsets: dict[TopicPartition, int] = {}
-        for path, value in data.items():
-            try:
-                parsed = zkpaths.parse_path(path)
-                tp = TopicPartition(parsed.topic, parsed.partition)
-                if tp.partition >= partitions.get(tp.topic, 0):
-                    self.report(
-                        path, "bad node left alone: a partition that does not exist", "bad_node"
-                    )
-                    continue
-                if isinstance(parsed, zkpaths.OwnerPath):
-                    owners[tp] = OwnerNode(zkpaths.decode_owner(value, path=path), path in owned)
-                else:
-                    offsets[tp] = zkpaths.decode_offset(value, path=path)
-            except zkpaths.ZkLayoutError as exc:
-                self.report(path, f"bad node left alone: {exc}", "bad_node")
+        subscribed = {group: sorted({t for ts in threads.values() for t in ts})}
+        owners = {
+            tp: OwnerNode(thread, zkpaths.owner_path(group, tp.topic, tp.partition) in owned)
+            for tp, thread in reader.owners(subscribed, partitions)[group].items()
+        }
+        offsets = {tp: n.offset for tp, n in reader.offsets(subscribed, partitions)[group].items()}
         state = ZkGroupState(frozenset(threads), owners, offsets)
         return state, {t: tuple(sorted(ts)) for t, ts in threads.items()}
+
+    def _bad_node(self, problem: NodeProblem) -> None:
+        self.report(problem.path, f"bad node left alone: {problem.reason}", "bad_node")
 
     # ---- one pass over a mixed group ---------------------------------------------------
     def decide(

@@ -39,6 +39,7 @@ from bridge.kafka.groups import (
 )
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.metrics import METRICS
+from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import answer_sync, create_record, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
@@ -90,6 +91,7 @@ class GroupMirrorFlow:
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
+        self.reader = ConsumerTreeReader(zk, report=self._bad_node)
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -98,22 +100,6 @@ class GroupMirrorFlow:
     def resync(self) -> None:
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_nodes(self.zk, sorted(self.owned()))
-
-    def _registered_ids(self, groups: list[str]) -> dict[str, list[str]]:
-        pending = [(g, self.zk.get_children_async(zkpaths.consumer_ids_path(g))) for g in groups]
-        out = {}
-        for g, result in pending:
-            try:
-                out[g] = result.get()
-            except NoNodeError:
-                out[g] = []
-        return out
-
-    def _zk_groups(self) -> list[str]:
-        try:
-            return self.zk.get_children(zkpaths.CONSUMERS)
-        except NoNodeError:
-            return []
 
     def _partitions(self) -> dict[str, int]:
         return {
@@ -165,8 +151,10 @@ class GroupMirrorFlow:
         mirrored_groups = {
             p.split("/")[2] for p in owned if p.count("/") >= 2
         }  # /consumers/<g>/...
-        zk_groups = [g for g in self._zk_groups() if self.filter(g)]
-        registered = self._registered_ids(sorted(set(wanted) | mirrored_groups | set(zk_groups)))
+        zk_groups = [g for g in self.reader.groups() if self.filter(g)]
+        registered = self.reader.consumer_ids(
+            sorted(set(wanted) | mirrored_groups | set(zk_groups))
+        )
         now = int(time.time() * 1000)
 
         desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
@@ -366,35 +354,13 @@ class GroupMirrorFlow:
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)
         return to_kafka
 
-    def _zk_offsets(self, group: str, owned: set[str]) -> tuple[dict, set]:
+    def _zk_offsets(
+        self, group: str, owned: set[str]
+    ) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
         """Every offset node of ``group`` now (read fresh), and which ones are the bridge's."""
-        base = zkpaths.offsets_path(group)
-        try:
-            topics = self.zk.get_children(base)
-        except NoNodeError:
-            return {}, set()
-        dirs = [f"{base}/{t}" for t in topics]
-        pending = [(d, self.zk.get_children_async(d)) for d in dirs]
-        paths = []
-        for d, r in pending:
-            try:
-                paths += [f"{d}/{p}" for p in r.get()]
-            except NoNodeError:
-                continue
-        nodes = read_nodes(self.zk, paths)
-        offsets: dict[TopicPartition, int] = {}
-        mine: set[TopicPartition] = set()
-        for path, node in nodes.items():
-            try:
-                parsed = zkpaths.parse_path(path)
-                tp = TopicPartition(parsed.topic, parsed.partition)
-                offsets[tp] = zkpaths.decode_offset(node.data, path=path)
-            except zkpaths.ZkLayoutError as exc:
-                self._report_once(path, f"bad node left alone: {exc}", "bad_node")
-                continue
-            if path in owned:
-                mine.add(tp)
-        return offsets, mine
+        nodes = self.reader.offsets({group: None})[group]
+        mine = {tp for tp in nodes if zkpaths.offset_path(group, tp.topic, tp.partition) in owned}
+        return {tp: n.offset for tp, n in nodes.items()}, mine
 
     def _apply_per_group(self, desired: dict[str, Desired], owned: set[str]) -> int:
         """After a rejected batch: re-read, then write each group on its own, so that one
@@ -420,6 +386,9 @@ class GroupMirrorFlow:
                 )
                 self.resync()
         return written
+
+    def _bad_node(self, problem: NodeProblem) -> None:
+        self._report_once(problem.path, f"bad node left alone: {problem.reason}", "bad_node")
 
     def _report_once(self, subject: str, message: str, kind: str) -> None:
         key = f"{subject}:{message}"

@@ -14,7 +14,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from bridge.decide.migration import GroupRecord, StorageMode
+from bridge.decide.plan import SetData
 from bridge.zookeeper.fence import Epoch, Fenced
+from bridge.zookeeper.writer import OperatorWriter
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +74,12 @@ def create_record(
     return record
 
 
-def write_step(zk: KazooClient, root: str, group: str, record: GroupRecord, version: int) -> None:
-    """An operator's step: conditional on the version the gates were evaluated against."""
-    zk.set(record_path(root, group), record.encode(), version=version)
+def write_step(
+    writer: OperatorWriter, root: str, group: str, record: GroupRecord, version: int
+) -> None:
+    """An operator's step: conditional on the version the gates were evaluated against
+    (``BatchRejected`` when the record changed meanwhile)."""
+    writer.apply([SetData(record_path(root, group), record.encode(), version)])
 
 
 def answer_sync(

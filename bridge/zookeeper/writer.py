@@ -43,7 +43,7 @@ _KNOCK_ON = (RolledBackError, RuntimeInconsistency)
 class BatchRejected(RuntimeError):
     """ZooKeeper refused a batch because a node was not as we knew it; resync and retry."""
 
-    def __init__(self, op: ZkOp, error: Exception) -> None:
+    def __init__(self, op: ZkOp | Check, error: Exception) -> None:
         super().__init__(f"{type(op).__name__} {op.path} rejected: {type(error).__name__}")
         self.op = op
         self.error = error
@@ -226,6 +226,71 @@ class FencedWriter:
         missing.reverse()
         pending.update(missing)
         return missing
+
+
+@dataclass(frozen=True)
+class Check:
+    """A condition only: the node still has the version that was read."""
+
+    path: str
+    version: int
+
+
+class TooLarge(ValueError):
+    """An operator's write does not fit in one ZooKeeper transaction; nothing was written."""
+
+
+class OperatorWriter:
+    """How operator commands write ZooKeeper (``offsets import|reset``, ``migrate``).
+
+    A command is not a bridge: it holds no epoch and does not take one (that would depose
+    the active bridge), so I3's epoch check does not apply to it. Instead each ``apply`` is
+    exactly one transaction in which every set or delete carries the version the command
+    read, unchanged nodes it relied on carry a :class:`Check`, and creates fail on a node
+    that appeared meanwhile: a concurrent writer (bridge, consumer, another command) makes
+    the whole write fail, with nothing written. No ledger marker is made (I4): the ledger is
+    what the bridge created, and an operator's node is not the bridge's to delete.
+    """
+
+    def __init__(self, client: KazooClient, max_bytes: int = MAX_BATCH_BYTES) -> None:
+        self.client = client
+        self.max_bytes = max_bytes
+
+    def missing_parents(self, paths: Iterable[str]) -> list[Create]:
+        """Creates of every absent ancestor of ``paths``, parents first."""
+        ancestors: set[str] = set()
+        for path in paths:
+            p = parent(path)
+            while p != "/":
+                ancestors.add(p)
+                p = parent(p)
+        ordered = sorted(ancestors, key=lambda p: (p.count("/"), p))
+        exists = [(p, self.client.exists_async(p)) for p in ordered]
+        return [Create(p, b"") for p, result in exists if result.get() is None]
+
+    def apply(self, ops: Sequence[ZkOp | Check]) -> None:
+        """All of ``ops`` in one transaction, or nothing: raises ``TooLarge`` before sending
+        when it would exceed one request, ``BatchRejected`` naming the first op refused."""
+        size = sum(len(op.path) * 2 + 64 + len(getattr(op, "data", b"")) for op in ops)
+        if size > self.max_bytes:
+            raise TooLarge(
+                f"the ZooKeeper write is about {size} bytes, more than one transaction may "
+                "carry (jute.maxbuffer, 1 MiB by default); nothing was written"
+            )
+        txn = self.client.transaction()
+        for op in ops:
+            if isinstance(op, Create):
+                txn.create(op.path, op.data, ephemeral=op.ephemeral)
+            elif isinstance(op, SetData):
+                txn.set_data(op.path, op.data, op.version)
+            elif isinstance(op, Delete):
+                txn.delete(op.path, op.version)
+            else:
+                txn.check(op.path, op.version)
+        results = txn.commit()
+        for op, result in zip(ops, results, strict=True):
+            if isinstance(result, Exception) and not isinstance(result, _KNOCK_ON):
+                raise BatchRejected(op, result)
 
 
 def _batches(ops: Sequence[ZkOp]) -> list[list[ZkOp]]:

@@ -23,6 +23,7 @@ from kazoo.exceptions import NoNodeError
 
 from bridge.commands import offsets as cmd
 from bridge.devstack.lost_join import rejoin_if_join_lost
+from bridge.zookeeper.writer import OperatorWriter
 from tests.conftest import ROOT, wait_for
 
 pytestmark = pytest.mark.integration
@@ -361,8 +362,12 @@ def test_export_reports_bad_nodes_and_still_writes_the_good_ones(
     r = cli(s, "export", cwd=tmp_path)  # every group
     assert r.returncode == 1
     assert r.stdout == "".join(s.line(p, o) + "\n" for p, o in ZK_OFFSETS.items())
-    assert f"/consumers/{s.group}/offsets/{s.topic}/x: 'x' is not a partition number" in r.stderr
-    assert f"/consumers/{s.group}/offsets/{s.topic}-gone/0: data 'abc' is not an offset" in r.stderr
+    assert f"/consumers/{s.group}/offsets/{s.topic}/x: partition 'x' is not a canonical" in r.stderr
+    assert (
+        f"/consumers/{s.group}/offsets/{s.topic}-gone/0: bad committed offset: not an offset"
+        in r.stderr
+    )
+    assert "data: 'abc'" in r.stderr
     assert "-none" not in r.stderr  # -1 is "no offset", not a bad node
     assert "2 problem(s)" in r.stderr
 
@@ -380,7 +385,7 @@ def test_zookeeper_write_fails_whole_when_a_node_changed_since_it_was_read(
     zk.set(s.path(2), b"9")  # a concurrent writer: same value, new version
     before = zk_offsets(zk, s)
     with pytest.raises(cmd.Failure, match="changed since it was read"):
-        cmd.write_zk(zk, {k: 1 for k in keys}, current)
+        cmd.write_zk(OperatorWriter(zk), {k: 1 for k in keys}, current)
     assert zk_offsets(zk, s) == before
     assert zk.exists(f"/consumers/{s.group}-x") is None
 

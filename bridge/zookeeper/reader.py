@@ -1,0 +1,216 @@
+"""The one reader of the old consumers' tree, ``/consumers/<g>/{ids,owners,offsets}``.
+
+Flows, operator commands and the migration gates all read a group through here, so they
+see the same thing: nodes decoded with :mod:`zkpaths`' codecs, reads pipelined (one round
+trip per tree level, however many groups), and one policy for bad input (I5): a node whose
+name or data is not what the legacy layout says yields one :class:`NodeProblem` naming its
+path, handed to ``report`` once per read and left out of the result; every other node and
+group goes on. The default ``report`` logs the problem and counts it
+(``zkbridge_node_problems{kind="bad_node"}``); a flow passes its own (deduplicated across
+ticks), a command prints it on stderr.
+
+Nothing here writes: writes go through :mod:`bridge.zookeeper.writer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError
+
+import zkpaths
+from zkpaths import ConsumerRegistration, TopicPartition
+from zkpaths.names import topic_problem
+
+log = logging.getLogger(__name__)
+
+#: requests in flight at once: enough to hide round trips, few enough for the client's queue
+WINDOW = 512
+
+
+@dataclass(frozen=True)
+class NodeProblem:
+    """A node someone else wrote that cannot be used: left alone, reported once."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class OffsetNode:
+    """An offset node as read: the offset (-1 is the old consumer's "none yet") and the
+    znode version, which a write conditional on what was read checks. ``problem`` is set
+    (and ``offset`` is -1) only by :meth:`ConsumerTreeReader.offsets_at`, for a bad node a
+    write is about to replace."""
+
+    offset: int
+    version: int
+    problem: str | None = None
+
+
+Report = Callable[[NodeProblem], None]
+
+
+def log_problem(problem: NodeProblem, flow: str = "zookeeper") -> None:
+    """The default report: one warning naming the node, and the bad-node counter."""
+    from bridge.metrics import METRICS
+
+    METRICS.node_problems.labels(flow=flow, kind="bad_node").inc()
+    log.warning("bad node left alone: %s", problem.reason, extra={"node": problem.path})
+
+
+def _problem(path: str, exc: zkpaths.ZkLayoutError) -> NodeProblem:
+    """The reason of a codec or path error, without repeating the path."""
+    if isinstance(exc, zkpaths.CodecError):
+        quoted = f"; data: {exc.excerpt}" if exc.excerpt is not None else ""
+        return NodeProblem(path, f"bad {exc.what}: {exc.reason}{quoted}")
+    if isinstance(exc, zkpaths.ZkPathError):
+        return NodeProblem(path, exc.reason)
+    return NodeProblem(path, str(exc))
+
+
+class ConsumerTreeReader:
+    """Reads groups of ``/consumers``; bad nodes go to ``report`` and are skipped."""
+
+    def __init__(self, zk: KazooClient, report: Report = log_problem) -> None:
+        self.zk = zk
+        self.report = report
+
+    # -- pipelined primitives ---------------------------------------------------------------
+    def _pipelined(self, method: str, paths: Sequence[str]) -> dict[str, Any]:
+        """``method`` (get / get_children) of every path; absent nodes are left out, nodes
+        this identity may not read are reported."""
+        call = getattr(self.zk, f"{method}_async")
+        out: dict[str, Any] = {}
+        for start in range(0, len(paths), WINDOW):
+            chunk = paths[start : start + WINDOW]
+            for path, result in [(p, call(p)) for p in chunk]:
+                try:
+                    out[path] = result.get()
+                except NoNodeError:
+                    continue  # deleted while we read: as if never there
+                except NoAuthError:
+                    verb = "list" if method == "get_children" else "read"
+                    self.report(NodeProblem(path, f"this identity may not {verb} it (ACL)"))
+        return out
+
+    def children(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        """Sorted children of each path; an absent parent has none."""
+        got = self._pipelined("get_children", list(paths))
+        return {p: sorted(got.get(p, [])) for p in paths}
+
+    # -- groups and consumers -----------------------------------------------------------------
+    def groups(self) -> list[str]:
+        """Every group with a node under ``/consumers``."""
+        return self.children([zkpaths.CONSUMERS])[zkpaths.CONSUMERS]
+
+    def consumer_ids(self, groups: Iterable[str]) -> dict[str, list[str]]:
+        """The consumer ids registered under each group's ``/ids``."""
+        groups = list(groups)
+        listed = self.children([f"{zkpaths.CONSUMERS}/{g}/ids" for g in groups])
+        return {g: listed[f"{zkpaths.CONSUMERS}/{g}/ids"] for g in groups}
+
+    def registrations(self, group: str, ids: Iterable[str]) -> dict[str, ConsumerRegistration]:
+        """The decoded registration of each of ``ids`` (consumer id -> registration)."""
+        paths = {zkpaths.consumer_id_path(group, c): c for c in ids}
+        out: dict[str, ConsumerRegistration] = {}
+        for path, (data, _stat) in self._pipelined("get", list(paths)).items():
+            try:
+                out[paths[path]] = zkpaths.decode_consumer_registration(data or b"", path=path)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(_problem(path, exc))
+        return out
+
+    # -- owners and offsets -------------------------------------------------------------------
+    def owners(
+        self,
+        groups: Mapping[str, Iterable[str] | None],
+        partitions: Mapping[str, int] | None = None,
+    ) -> dict[str, dict[TopicPartition, str]]:
+        """Owner (thread id) per partition of each group, for the topics given per group
+        (None: every topic). With ``partitions`` (topic -> count), a node of a partition
+        that does not exist is a bad node."""
+        nodes = self._partition_nodes("owners", groups, partitions)
+        out: dict[str, dict[TopicPartition, str]] = {g: {} for g in groups}
+        for g, tp, path, data, _version in nodes:
+            try:
+                out[g][tp] = zkpaths.decode_owner(data, path=path)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(_problem(path, exc))
+        return out
+
+    def offsets(
+        self,
+        groups: Mapping[str, Iterable[str] | None],
+        partitions: Mapping[str, int] | None = None,
+    ) -> dict[str, dict[TopicPartition, OffsetNode]]:
+        """Committed offset per partition of each group, as :meth:`owners` reads owners."""
+        nodes = self._partition_nodes("offsets", groups, partitions)
+        out: dict[str, dict[TopicPartition, OffsetNode]] = {g: {} for g in groups}
+        for g, tp, path, data, version in nodes:
+            try:
+                out[g][tp] = OffsetNode(zkpaths.decode_offset(data, path=path), version)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(_problem(path, exc))
+        return out
+
+    def offsets_at(
+        self, wanted: Iterable[tuple[str, TopicPartition]]
+    ) -> dict[tuple[str, TopicPartition], OffsetNode]:
+        """The offset nodes of exactly these (group, partition)s, read before writing them;
+        absent ones are left out, bad ones are reported and kept with their ``problem``."""
+        paths = {zkpaths.offset_path(g, tp.topic, tp.partition): (g, tp) for g, tp in set(wanted)}
+        out: dict[tuple[str, TopicPartition], OffsetNode] = {}
+        for path, (data, stat) in self._pipelined("get", sorted(paths)).items():
+            try:
+                out[paths[path]] = OffsetNode(zkpaths.decode_offset(data, path=path), stat.version)
+            except zkpaths.ZkLayoutError as exc:
+                problem = _problem(path, exc)
+                self.report(problem)
+                out[paths[path]] = OffsetNode(-1, stat.version, problem.reason)
+        return out
+
+    def _partition_nodes(
+        self,
+        kind: str,
+        groups: Mapping[str, Iterable[str] | None],
+        partitions: Mapping[str, int] | None,
+    ) -> list[tuple[str, TopicPartition, str, bytes, int]]:
+        """(group, partition, path, data, version) of every ``<kind>/<t>/<p>`` node."""
+        base = {g: f"{zkpaths.CONSUMERS}/{g}/{kind}" for g in groups}
+        listed = self.children([base[g] for g, ts in groups.items() if ts is None])
+        topic_dirs: list[tuple[str, str]] = []
+        for g, topics in groups.items():
+            names = listed[base[g]] if topics is None else sorted(set(topics))
+            for t in names:
+                path = f"{base[g]}/{t}"
+                if topic_problem(t):
+                    self.report(NodeProblem(path, str(topic_problem(t))))
+                else:
+                    topic_dirs.append((g, path))
+        leaves = self.children([d for _, d in topic_dirs])
+        wanted: dict[str, tuple[str, TopicPartition]] = {}
+        for g, d in topic_dirs:
+            for name in leaves[d]:
+                path = f"{d}/{name}"
+                try:
+                    parsed = zkpaths.parse_path(path)
+                except zkpaths.ZkLayoutError as exc:
+                    self.report(_problem(path, exc))
+                    continue
+                tp = TopicPartition(parsed.topic, parsed.partition)
+                if partitions is not None and tp.partition >= partitions.get(tp.topic, 0):
+                    self.report(NodeProblem(path, "a partition that does not exist"))
+                    continue
+                wanted[path] = (g, tp)
+        got = self._pipelined("get", list(wanted))
+        return [
+            (*wanted[path], path, data or b"", stat.version) for path, (data, stat) in got.items()
+        ]
