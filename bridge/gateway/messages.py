@@ -120,8 +120,12 @@ def _entries(buf: bytes, max_magic: int, at: int = 0) -> Iterator[tuple]:
             raise ConversionError(f"partial message at byte {at + pos} ({n - pos} bytes left)")
         offset, size = struct.unpack_from(">qi", buf, pos)
         end = pos + LOG_OVERHEAD + size
-        if size < MIN_SIZE[0] or end > n:
-            raise ConversionError(f"message size {size} at byte {at + pos} does not fit")
+        if size < MIN_SIZE[0]:
+            raise ConversionError(f"message size {size} at byte {at + pos} is below the minimum")
+        if end > n:
+            raise ConversionError(
+                f"partial message at byte {at + pos} (size {size}, {n - pos - 12} bytes left)"
+            )
         crc, magic, attributes = struct.unpack_from(">Ibb", buf, pos + 12)
         if magic not in (0, 1) or magic > max_magic:
             raise ConversionError(f"magic {magic} at byte {at + pos} (at most {max_magic} here)")

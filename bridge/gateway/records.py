@@ -70,12 +70,14 @@ def batches(buf: bytes) -> Iterator[Batch]:
     while n - pos >= _HEAD.size:
         base_offset, length, _, magic = _HEAD.unpack_from(buf, pos)
         end = pos + 12 + length
+        if length < MIN_SIZE[0]:  # Kafka's ByteBufferLogInputStream: size, then partial
+            raise ConversionError(f"entry length {length} at offset {base_offset} is too small")
+        if end > n:
+            return
         if magic not in (0, 1, 2):
             raise ConversionError(f"unknown magic {magic} in the entry at offset {base_offset}")
         if length < (HEADER_SIZE - 12 if magic == 2 else MIN_SIZE[magic]):
             raise ConversionError(f"entry length {length} at offset {base_offset} is too small")
-        if end > n:
-            return
         b = Batch()
         b.pos, b.end, b.magic, b.base_offset = pos, end, magic, base_offset
         if magic == 2:
