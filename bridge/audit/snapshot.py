@@ -12,8 +12,9 @@ and every topic directory grant CREATE, every offset node grants WRITE), with ``
 the first node that does not. ACLs are read per node; an ACL entry counts as ours when it is
 ``world:anyone`` or names the digest/SASL user we connected as.
 
-Reads are pipelined (many async requests in flight), so a snapshot of thousands of groups
-costs round trips per tree level, not per node. ZooKeeper has no point-in-time read, so the
+Reads go through the one reader of the tree (``bridge.zookeeper.reader``), pipelined (many
+async requests in flight), so a snapshot of thousands of groups costs round trips per tree
+level, not per node. ZooKeeper has no point-in-time read, so the
 manifest records the zxid range seen and the wall-clock start and end.
 """
 
@@ -22,15 +23,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.security import Permissions
 
+from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import (
     CodecError,
     ZkPathError,
@@ -133,26 +134,6 @@ def acl_grants(acls: Iterable[Any], perm: int, ids: set[tuple[str, str]]) -> boo
 # -- reading ----------------------------------------------------------------------------------
 
 
-class _Batch:
-    """Pipelined kazoo requests: at most ``window`` in flight, results in request order."""
-
-    def __init__(self, client: KazooClient, window: int = 512) -> None:
-        self.client = client
-        self.window = window
-
-    def run(self, method: str, paths: Sequence[str]) -> list[Any]:
-        call = getattr(self.client, f"{method}_async")
-        out: list[Any] = []
-        for start in range(0, len(paths), self.window):
-            pending = [call(p) for p in paths[start : start + self.window]]
-            for res in pending:
-                try:
-                    out.append(res.get(timeout=60))
-                except (NoAuthError, NoNodeError) as exc:
-                    out.append(exc)
-        return out
-
-
 def _stat(row: NodeRow, stat: Any) -> NodeRow:
     row.ctime, row.mtime, row.mzxid = stat.ctime, stat.mtime, stat.mzxid
     row.data_version, row.data_length = stat.version, stat.dataLength
@@ -216,36 +197,34 @@ def take(
 ) -> tuple[list[NodeRow], dict[str, Any]]:
     """Read the legacy tree under ``client``'s chroot into rows; returns (rows, manifest)."""
     ids = ids or identities(None, None)
-    batch = _Batch(client, window)
     started = int(time.time() * 1000)
     rows: list[NodeRow] = []
 
-    def unreadable(path: str, what: str) -> None:
-        row = _classify(path)
-        row.error = f"{path}: this identity may not {what} it (ZooKeeper ACL)"
+    def unreadable(problem: NodeProblem) -> None:
+        """A node this identity may not list or read is still a row, with the reason."""
+        row = _classify(problem.path)
+        row.error = str(problem)
         rows.append(row)
 
+    reader = ConsumerTreeReader(client, report=unreadable, window=window)
+    acl_reader = ConsumerTreeReader(client, report=lambda _problem: None, window=window)
+
     def children(paths: list[str]) -> dict[str, list[str]]:
-        got = batch.run("get_children", paths)
-        for p, c in zip(paths, got, strict=True):
-            if isinstance(c, NoAuthError):
-                unreadable(p, "list")
-        return {p: sorted(c) for p, c in zip(paths, got, strict=True) if isinstance(c, list)}
+        """Children of the paths that exist (an absent one is left out)."""
+        return {p: sorted(c) for p, c in reader.pipelined("get_children", paths).items()}
 
     def read(paths: list[str], acl: bool = False) -> None:
-        data = batch.run("get", paths)
-        acls = batch.run("get_acls", paths) if acl else [None] * len(paths)
-        for path, got, acl_got in zip(paths, data, acls, strict=True):
-            if isinstance(got, NoAuthError):
-                unreadable(path, "read")
-                continue
-            if isinstance(got, Exception):
-                continue  # deleted since it was listed
-            row = _stat(_classify(path), got[1])
+        data = reader.pipelined("get", paths)
+        acls = acl_reader.pipelined("get_acls", paths) if acl else {}
+        for path in paths:
+            if path not in data:
+                continue  # deleted since it was listed, or unreadable (a row already)
+            value, stat = data[path]
+            row = _stat(_classify(path), stat)
             if row.error is None:
-                _decode_into(row, got[0])
-            if acl and not isinstance(acl_got, Exception):
-                row.writable = acl_grants(acl_got[0], Permissions.WRITE, ids)
+                _decode_into(row, value)
+            if path in acls:
+                row.writable = acl_grants(acls[path][0], Permissions.WRITE, ids)
             rows.append(row)
 
     groups = children(["/consumers"]).get("/consumers", [])
@@ -278,13 +257,13 @@ def take(
         needs[gpath] = [(top, Permissions.CREATE)]
         needs[gpath] += [(t, Permissions.CREATE) for t in offset_dirs if t.startswith(gpath + "/")]
     dirs = [path for need in needs.values() for path, _ in need]
-    dir_acls = dict(zip(dirs, batch.run("get_acls", dirs), strict=True))
+    dir_acls = acl_reader.pipelined("get_acls", dirs)
     offset_rows = {r.path: r for r in rows if r.kind == "offset"}
     for gpath, grow in group_rows.items():
         grow.writable, grow.note = True, None
         for path, perm in needs[gpath]:
-            got = dir_acls[path]
-            if isinstance(got, Exception) or not acl_grants(got[0], perm, ids):
+            got = dir_acls.get(path)
+            if got is None or not acl_grants(got[0], perm, ids):
                 grow.writable, grow.note = False, f"{path} does not grant CREATE"
                 break
         else:

@@ -79,18 +79,19 @@ def _problem(path: str, exc: zkpaths.ZkLayoutError) -> NodeProblem:
 class ConsumerTreeReader:
     """Reads groups of ``/consumers``; bad nodes go to ``report`` and are skipped."""
 
-    def __init__(self, zk: KazooClient, report: Report = log_problem) -> None:
+    def __init__(self, zk: KazooClient, report: Report = log_problem, window: int = WINDOW) -> None:
         self.zk = zk
         self.report = report
+        self.window = window
 
     # -- pipelined primitives ---------------------------------------------------------------
-    def _pipelined(self, method: str, paths: Sequence[str]) -> dict[str, Any]:
-        """``method`` (get / get_children) of every path; absent nodes are left out, nodes
-        this identity may not read are reported."""
+    def pipelined(self, method: str, paths: Sequence[str]) -> dict[str, Any]:
+        """``method`` (get, get_children, get_acls) of every path, ``window`` requests in
+        flight; absent nodes are left out, nodes this identity may not read are reported."""
         call = getattr(self.zk, f"{method}_async")
         out: dict[str, Any] = {}
-        for start in range(0, len(paths), WINDOW):
-            chunk = paths[start : start + WINDOW]
+        for start in range(0, len(paths), self.window):
+            chunk = paths[start : start + self.window]
             for path, result in [(p, call(p)) for p in chunk]:
                 try:
                     out[path] = result.get()
@@ -98,12 +99,14 @@ class ConsumerTreeReader:
                     continue  # deleted while we read: as if never there
                 except NoAuthError:
                     verb = "list" if method == "get_children" else "read"
-                    self.report(NodeProblem(path, f"this identity may not {verb} it (ACL)"))
+                    self.report(
+                        NodeProblem(path, f"this identity may not {verb} it (ZooKeeper ACL)")
+                    )
         return out
 
     def children(self, paths: Sequence[str]) -> dict[str, list[str]]:
         """Sorted children of each path; an absent parent has none."""
-        got = self._pipelined("get_children", list(paths))
+        got = self.pipelined("get_children", list(paths))
         return {p: sorted(got.get(p, [])) for p in paths}
 
     # -- groups and consumers -----------------------------------------------------------------
@@ -121,7 +124,7 @@ class ConsumerTreeReader:
         """The decoded registration of each of ``ids`` (consumer id -> registration)."""
         paths = {zkpaths.consumer_id_path(group, c): c for c in ids}
         out: dict[str, ConsumerRegistration] = {}
-        for path, (data, _stat) in self._pipelined("get", list(paths)).items():
+        for path, (data, _stat) in self.pipelined("get", list(paths)).items():
             try:
                 out[paths[path]] = zkpaths.decode_consumer_registration(data or b"", path=path)
             except zkpaths.ZkLayoutError as exc:
@@ -168,7 +171,7 @@ class ConsumerTreeReader:
         absent ones are left out, bad ones are reported and kept with their ``problem``."""
         paths = {zkpaths.offset_path(g, tp.topic, tp.partition): (g, tp) for g, tp in set(wanted)}
         out: dict[tuple[str, TopicPartition], OffsetNode] = {}
-        for path, (data, stat) in self._pipelined("get", sorted(paths)).items():
+        for path, (data, stat) in self.pipelined("get", sorted(paths)).items():
             try:
                 out[paths[path]] = OffsetNode(zkpaths.decode_offset(data, path=path), stat.version)
             except zkpaths.ZkLayoutError as exc:
@@ -210,7 +213,7 @@ class ConsumerTreeReader:
                     self.report(NodeProblem(path, "a partition that does not exist"))
                     continue
                 wanted[path] = (g, tp)
-        got = self._pipelined("get", list(wanted))
+        got = self.pipelined("get", list(wanted))
         return [
             (*wanted[path], path, data or b"", stat.version) for path, (data, stat) in got.items()
         ]
