@@ -406,12 +406,73 @@ def build_targets() -> dict[str, Target]:
         Target("assignment", cp.decode_assignment, record, "binary", asg),
         # the audit's whole per-record decode: it contains every RecordError itself
         Target("audit_row", _decode_row_input(decode_row), (), "row", rows),
+        # the legacy gateway's record converters (fetch responses, produce requests)
+        *_gateway_targets(),
     ]
     targets = {x.name: x for x in t}
     targets["_selftest_broken"] = Target(
         "_selftest_broken", _selftest_broken, (ValueError,), "binary", [b"\x01\x02\x03"]
     )
     return targets
+
+
+def _gateway_targets() -> list[Target]:
+    """``down_convert`` and ``up_convert`` over arbitrary bytes: they may raise only
+    ConversionError. The first input byte picks the options (bit 0: magic, bit 1:
+    min_one_message, bit 2: max_bytes 100 rather than 1 MB); the rest is the records."""
+    import struct as st
+
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    from bridge.gateway.convert import ConversionError, down_convert, up_convert
+
+    limit = 1 << 20  # decompressed bytes: keeps each input fast
+
+    def down(data: bytes) -> object:
+        opts = data[0] if data else 0
+        return down_convert(
+            data[1:],
+            magic=opts & 1,
+            fetch_offset=3,
+            max_bytes=100 if opts & 4 else 1 << 20,
+            aborted=[(7, 2)],
+            min_one_message=bool(opts & 2),
+            max_uncompressed=limit,
+        )
+
+    def up(data: bytes) -> object:
+        return up_convert(data[1:], magic=(data[0] & 1) if data else 1, max_uncompressed=limit)
+
+    def v2(base: int, codec: int, pid: int = -1, control: int | None = None) -> bytes:
+        b = DefaultRecordBatchBuilder(2, codec, pid >= 0, pid, 0, 0, 1 << 20)
+        if control is None:
+            for i in range(4):
+                b.append(i, timestamp=1000 + i, key=b"k" if i % 2 else None, value=b"v" * 40,
+                         headers=[("h", b"x")] if i == 3 else [])  # fmt: skip
+        else:
+            b.append(0, timestamp=1, key=st.pack(">hh", 0, control), value=b"\0" * 6, headers=[])
+        data = bytearray(b.build())
+        st.pack_into(">q", data, 0, base)
+        if control is not None:
+            st.pack_into(">h", data, 21, 0x30)
+        return bytes(data)
+
+    def legacy(magic: int, codec: int) -> bytes:
+        b = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
+        for i in range(3):
+            b.append(i, timestamp=1000 + i, key=None if i else b"k", value=b"v" * 30)
+        return bytes(b.build())
+
+    logs = [v2(0, c) + v2(4, c) for c in (0, 1, 2, 3)]
+    logs += [v2(0, 0, 7) + v2(4, 0, 7, control=0) + v2(5, 3), legacy(1, 0) + v2(3, 0)]
+    down_seeds = [bytes([o]) + log for log in logs for o in (0, 1, 6)]
+    up_seeds = [bytes([m]) + legacy(m, c) for m in (0, 1) for c in (0, 1, 2, 3)]
+    errors = (ConversionError,)
+    return [
+        Target("down_convert", down, errors, "binary", down_seeds),
+        Target("up_convert", up, errors, "binary", up_seeds),
+    ]
 
 
 def _selftest_broken(data: bytes) -> object:
@@ -872,7 +933,7 @@ def _worker(name: str, n: int, seed: int, result: Path, workdir: Path) -> int:
     atheris.enabled_hooks.add("RegEx")
     atheris.enabled_hooks.add("str")
     decoders = ["zkpaths", "bridge.audit.wire", "bridge.audit.consumer_protocol"]
-    decoders += ["bridge.audit.records", "bridge.audit.pipeline"]
+    decoders += ["bridge.audit.records", "bridge.audit.pipeline", "bridge.gateway"]
     with atheris.instrument_imports(include=decoders):
         targets = build_targets()
     target = targets[name]

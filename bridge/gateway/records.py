@@ -147,7 +147,13 @@ def parse_records(
     add = out.append
     for _ in range(count):
         b = buf[pos]
-        length, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else varint(buf, pos)
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:  # two bytes: records of 64 B to 8 KB
+            b = (b & 0x7F) | (buf[pos + 1] << 7)
+            length, pos = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            length, pos = varint(buf, pos)
         start = pos
         pos += 1  # attributes: unused
         b = buf[pos]
@@ -162,7 +168,13 @@ def parse_records(
             key = buf[pos : pos + n]
             pos += n
         b = buf[pos]
-        n, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else varint(buf, pos)
+        if b < 0x80:
+            n, pos = (b >> 1) ^ -(b & 1), pos + 1
+        elif buf[pos + 1] < 0x80:
+            b = (b & 0x7F) | (buf[pos + 1] << 7)
+            n, pos = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            n, pos = varint(buf, pos)
         if n < 0:
             value = None
         else:

@@ -43,6 +43,8 @@ def test_every_decoder_is_a_target():
         "subscription",
         "assignment",
         "audit_row",
+        "down_convert",
+        "up_convert",
     } <= names
     exported = {n for n in zkpaths.__all__ if n.startswith("decode_")}
     covered = {
@@ -96,6 +98,16 @@ def test_hypothesis_engine_small_run_is_clean():
     code, stats = fuzz.fuzz(150, engine="hypothesis", only=only, quiet=True)
     assert code == 0, [s.failures for s in stats if s.failed]
     assert [s.inputs for s in stats] == [50, 50, 50]
+
+
+def test_gateway_converters_raise_only_conversion_error():
+    """Arbitrary and mutated fetch responses / produce message sets (issue 13)."""
+    only = ["down_convert", "up_convert"]
+    code, stats = fuzz.fuzz(6000, engine="mutate", only=only, seed=5, quiet=True)
+    assert code == 0, [s.failures for s in stats if s.failed]
+    assert all(s.decoded > 0 and s.rejected > 0 for s in stats)
+    code, stats = fuzz.fuzz(200, engine="hypothesis", only=only, quiet=True)
+    assert code == 0, [s.failures for s in stats if s.failed]
 
 
 @needs_atheris
