@@ -130,3 +130,32 @@ class KafkaMessages(_LineJvm):
         if "error" in answer:
             raise RuntimeError(f"Kafka cannot write {request}: {answer['error']}")
         return bytes.fromhex(answer["hex"])
+
+
+#: one message as an old client's reader returns it: offset, key, value, magic, timestamp,
+#: timestamp type ("CreateTime", "LogAppendTime", "NoTimestampType"; "NONE" on 0.8)
+OldMessage = tuple[int, bytes | None, bytes | None, int, int, str]
+
+
+class OldMessageReader(_LineJvm):
+    """``kafka.message.ByteBufferMessageSet`` of an old client (harness ``LegacyMessageSets``):
+    0.10.2.2 (``jars`` "legacy") or 0.8.2.2 ("legacy082"), shallow CRCs then the deep
+    iterator with ``ensureValid``, as the old Scala consumer reads a fetch response."""
+
+    def __init__(self, jars: str) -> None:
+        super().__init__("LegacyMessageSets", jars)
+
+    def read(self, message_set: bytes) -> tuple[int, int, list[OldMessage]]:
+        """(valid bytes, shallow entries, messages); RuntimeError if the reader throws."""
+        status, *fields = self.ask(message_set.hex() or ".").split("\t")
+        if status != "OK":
+            raise RuntimeError(f"{self.name} on {self.proc.args[3]}: {fields}")
+        out = []
+        for item in fields[2:]:
+            offset, key, value, magic, ts, ts_type = item.split(",")
+            out.append((int(offset), _unhex(key), _unhex(value), int(magic), int(ts), ts_type))
+        return int(fields[0]), int(fields[1]), out
+
+
+def _unhex(field: str) -> bytes | None:
+    return None if field == "-" else bytes.fromhex(field)
