@@ -119,15 +119,18 @@ class Bridge:
         from bridge.gateway.server import Gateway
 
         assert g.listen is not None  # the settings refuse an enabled gateway without it
-        gateway = Gateway(
-            g.listen,
-            self.settings.kafka,
-            zookeeper=self.zk,
-            advertised_host=g.advertised_host,
-            max_request_bytes=g.max_request_bytes,
-            max_connections=g.max_connections,
-            idle_timeout_s=g.idle_timeout_s,
-        )
+        try:
+            gateway = Gateway(
+                g.listen,
+                self.settings.kafka,
+                zookeeper=self.zk,
+                advertised_host=g.advertised_host,
+                max_request_bytes=g.max_request_bytes,
+                max_connections=g.max_connections,
+                idle_timeout_s=g.idle_timeout_s,
+            )
+        except ValueError as exc:  # a setting the gateway cannot serve (e.g. SASL upstream)
+            raise GatewayError(f"the legacy gateway cannot start: {exc}") from None
         try:
             gateway.start()
         except OSError as exc:

@@ -55,6 +55,39 @@ def produce_python(
     return sent
 
 
+def produce_transactions(
+    bootstrap: str, topic: str, partitions: int, per_txn: int, *, prefix: str = "txn"
+) -> tuple[list[Sent], list[Sent]]:
+    """Three transactions of ``per_txn`` messages: committed, aborted, committed. Returns
+    (committed, aborted); the log then holds control batches and aborted records too."""
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap.split(","), transactional_id=f"{topic}-tx", linger_ms=20
+    )
+    producer.init_transactions()
+    out: dict[bool, list[Sent]] = {True: [], False: []}
+    i = 0
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        futures = []
+        for _ in range(per_txn):
+            key, value = f"{prefix}-k{i}".encode(), f"{prefix}-v{i}".encode()
+            fut = producer.send(
+                topic, key=key, value=value, partition=i % partitions, timestamp_ms=TS_BASE + i
+            )
+            futures.append((key, value, TS_BASE + i, fut))
+            i += 1
+        producer.flush()
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+        for key, value, ts, fut in futures:
+            md = fut.get(timeout=30)
+            out[commit].append(Sent(topic, md.partition, md.offset, key, value, ts))
+    producer.close()
+    return out[True], out[False]
+
+
 def read_python(bootstrap: str, topic: str, count: int, timeout: float = 60) -> list:
     """Every record of ``topic`` from the start, until ``count`` are read (committed only)."""
     consumer = KafkaConsumer(

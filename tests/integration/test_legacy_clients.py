@@ -5,6 +5,8 @@ reads, so the same harnesses can be trusted where Kafka 4.x needs the gateway.""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kafka.admin import NewTopic
 
@@ -37,10 +39,13 @@ def test_old_consumers_report_key_value_and_timestamp(
         30,
         what="bridge mirroring the topic",
     )
+    # group ids of their own: Kafka's groups outlive the test's chroot (the bridge copies a
+    # stopped group's ZooKeeper offsets into Kafka), and another run must not meet them
+    groups = {jars: f"g-{jars}-{uuid.uuid4().hex[:6]}" for jars in ("legacy", "legacy082")}
     consumers = {
         jars: LegacyConsumerProcess(
             stack.zk_connect + chroot,
-            f"g-{jars}",
+            groups[jars],
             [topic],
             streams=2,
             extra=["--auto-offset-reset", "smallest", "--details", "true"],
@@ -61,8 +66,8 @@ def test_old_consumers_report_key_value_and_timestamp(
     # 0.8.2.2 knows no timestamps (magic 0)
     check_consumed(consumers["legacy082"].messages, sent, timestamps=None)
     ends = {p: max(s.offset for s in sent if s.partition == p) + 1 for p in range(PARTITIONS)}
-    for jars in consumers:
-        assert _offsets_in_zookeeper(zk, f"g-{jars}", topic) == ends, jars
+    for jars, group in groups.items():
+        assert _offsets_in_zookeeper(zk, group, topic) == ends, jars
     admin.delete_topics([topic])
 
 
