@@ -10,7 +10,10 @@ message sets back. MB/s counts the bytes of the source records (key + value), si
 
 ``--reference`` also times the same down-conversion through kafka-python's own record
 classes (``DefaultRecordBatch`` iteration + ``LegacyRecordBatchBuilder``), the path the fast
-one replaced. ``measure`` is reusable by ``bench/gateway``.
+one replaced; ``--kafka`` times Kafka 3.9's own (``MemoryRecords.downConvert``, what a 3.9
+broker runs for a Fetch v0-v3) on the same fetches in a JVM (harness ``DownConvertBench``,
+"kafka" classpath; best of ``--reps`` after the JIT warmed up on the first).
+``measure`` is reusable by ``bench/gateway``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import argparse
 import os
 import random
 import struct
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -91,6 +96,23 @@ def _rate(fn: Callable[[], object], payload: int, reps: int) -> tuple[float, flo
     return payload / best / 1e6, best
 
 
+def kafka_rate(fetches: list[tuple[bytes, int]], magic: int, payload: int, reps: int) -> float:
+    """MB/s of Kafka 3.9's ``MemoryRecords.downConvert`` over ``fetches`` (one JVM)."""
+    from bridge.devstack.legacy import HARNESS, harness_classpath
+    from bridge.devstack.stack import _java
+
+    with tempfile.NamedTemporaryFile(suffix=".fetches") as f:
+        for piece, offset in fetches:
+            f.write(struct.pack(">qi", offset, len(piece)) + piece)
+        f.flush()
+        cp = harness_classpath(HARNESS.with_name("DownConvertBench.java"), "kafka")
+        argv = [_java(), "-Xmx1g", "-cp", cp, "DownConvertBench", f.name, str(magic)]
+        res = subprocess.run(
+            argv + [str(reps + 2), str(payload)], capture_output=True, text=True, check=True
+        )
+    return float(res.stdout.split()[1])
+
+
 def _down(fetches: list[tuple[bytes, int]], magic: int) -> list[bytes]:
     return [
         down_convert(piece, magic=magic, fetch_offset=offset, max_bytes=1 << 30)
@@ -106,8 +128,14 @@ def _reference(fetches: list[tuple[bytes, int]], magic: int) -> list[bytes]:
     return [reference_down_convert(piece, magic) for piece, _ in fetches]
 
 
-def measure(mb: int = 32, record_size: int = 1024, batch_kb: int = 16, reps: int = 3,
-            reference: bool = False) -> list[tuple[str, float, float]]:  # fmt: skip
+def measure(
+    mb: int = 32,
+    record_size: int = 1024,
+    batch_kb: int = 16,
+    reps: int = 3,
+    reference: bool = False,
+    kafka: bool = False,
+) -> list[tuple[str, float, float]]:
     """(label, MB/s, records/s) of each conversion."""
     results = []
     for codec, name in ((0, "uncompressed"), (3, "lz4")):
@@ -123,6 +151,11 @@ def measure(mb: int = 32, record_size: int = 1024, batch_kb: int = 16, reps: int
             if reference and codec == 0:
                 rate, secs = _rate(partial(_reference, fetches, magic), payload, reps)
                 results.append((f"  kafka-python classes -> magic {magic}", rate, count / secs))
+            if kafka:
+                rate = kafka_rate(fetches, magic, payload, reps)
+                results.append(
+                    (f"  Kafka 3.9 downConvert -> magic {magic}", rate, rate * 1e6 / record_size)
+                )
     return results
 
 
@@ -132,14 +165,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record-size", type=int, default=1024)
     ap.add_argument("--batch-kb", type=int, default=16)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--reference", action="store_true")
+    ap.add_argument("--reference", action="store_true", help="kafka-python's classes too")
+    ap.add_argument("--kafka", action="store_true", help="Kafka 3.9's downConvert too (JVM)")
     args = ap.parse_args(argv)
     print(
         f"{args.mb} MB of {args.record_size}-byte records in {args.batch_kb} KB batches, "
         f"1 MB fetches, best of {args.reps}, one core (pid {os.getpid()})"
     )
     for label, rate, per_s in measure(
-        args.mb, args.record_size, args.batch_kb, args.reps, args.reference
+        args.mb, args.record_size, args.batch_kb, args.reps, args.reference, args.kafka
     ):
         print(f"{label:<42} {rate:8.1f} MB/s {per_s:12,.0f} records/s")
     return 0

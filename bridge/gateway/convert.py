@@ -183,7 +183,7 @@ def _wrap(kept: list[messages.Record], batch: Batch, magic: int) -> tuple[tuple[
     elif append_time:
         timestamp = batch.max_timestamp
     else:
-        timestamp = max(r[1] for r in kept)
+        timestamp = max([r[1] for r in kept])
     head, value = messages.wrapper(kept[-1][0], magic, batch.codec | attributes, timestamp, value)
     return (head, value), len(head) + len(value)
 

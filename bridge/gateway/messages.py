@@ -30,6 +30,8 @@ from bridge.gateway.codecs import (
 _PREFIX = struct.Struct(">qiI")
 _HEAD0 = struct.Struct(">bbi")  # magic, attributes, key length
 _HEAD1 = struct.Struct(">bbqi")  # magic, attributes, timestamp, key length
+_NOKEY0 = struct.Struct(">bbii")  # ... key length -1, value length
+_NOKEY1 = struct.Struct(">bbqii")
 _I32 = struct.Struct(">i")
 _ENTRY = struct.Struct(">qiIbb")
 _Q = struct.Struct(">q")
@@ -58,6 +60,7 @@ def encode(
     used = 0
     fixed = overhead(magic)
     head0, head1, prefix, i32 = _HEAD0.pack, _HEAD1.pack, _PREFIX.pack, _I32.pack
+    nokey0, nokey1 = _NOKEY0.pack, _NOKEY1.pack
     written = 0
     for offset, timestamp, key, value in records:
         klen = -1 if key is None else len(key)
@@ -65,19 +68,25 @@ def encode(
         size = fixed + (klen if klen > 0 else 0) + (vlen if vlen > 0 else 0)
         if used + size > room:
             break
-        head = head1(1, attributes, timestamp, klen) if magic else head0(0, attributes, klen)
-        crc = crc32(head)
-        if klen > 0:
-            crc = crc32(key, crc)
-        tail = i32(vlen)
-        crc = crc32(tail, crc)
-        if vlen > 0:
-            crc = crc32(value, crc)
-        add(prefix(offset - base, size - LOG_OVERHEAD, crc))
-        add(head)
-        if klen > 0:
+        if klen < 0:  # the common case: no key, one header struct up to the value
+            head = (
+                nokey1(1, attributes, timestamp, -1, vlen)
+                if magic
+                else nokey0(0, attributes, -1, vlen)
+            )
+            crc = crc32(head)
+            add(prefix(offset - base, size - LOG_OVERHEAD, crc32(value, crc) if vlen > 0 else crc))
+            add(head)
+        else:
+            head = head1(1, attributes, timestamp, klen) if magic else head0(0, attributes, klen)
+            tail = i32(vlen)
+            crc = crc32(tail, crc32(key, crc32(head)))
+            if vlen > 0:
+                crc = crc32(value, crc)
+            add(prefix(offset - base, size - LOG_OVERHEAD, crc))
+            add(head)
             add(key)
-        add(tail)
+            add(tail)
         if vlen > 0:
             add(value)
         used += size
