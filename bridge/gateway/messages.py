@@ -42,7 +42,8 @@ MIN_SIZE = {0: 14, 1: 22}
 TIMESTAMP_TYPE = 0x08
 
 #: (offset, timestamp, key, value); timestamp -1 where there is none
-Record = tuple[int, int, bytes | None, bytes | None]
+Blob = bytes | memoryview
+Record = tuple[int, int, Blob | None, Blob | None]
 
 
 def overhead(magic: int) -> int:
@@ -108,7 +109,7 @@ def wrapper(
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _bytes_at(buf: bytes, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
+def _bytes_at(buf: memoryview, pos: int, end: int, what: str) -> tuple[memoryview | None, int]:
     if pos + 4 > end:
         raise ConversionError(f"message ends inside its {what} length")
     (n,) = _I32.unpack_from(buf, pos)
@@ -124,6 +125,7 @@ def _entries(buf: bytes, max_magic: int, at: int = 0) -> Iterator[tuple]:
     """Shallow entries (offset, magic, attributes, timestamp, key, value); CRC and sizes
     checked; a partial entry at the end is an error (``at`` names positions in errors)."""
     pos, n = 0, len(buf)
+    view = memoryview(buf)  # slices without copies
     while pos < n:
         if n - pos < LOG_OVERHEAD:
             raise ConversionError(f"partial message at byte {at + pos} ({n - pos} bytes left)")
@@ -140,15 +142,15 @@ def _entries(buf: bytes, max_magic: int, at: int = 0) -> Iterator[tuple]:
             raise ConversionError(f"magic {magic} at byte {at + pos} (at most {max_magic} here)")
         if size < MIN_SIZE[magic]:
             raise ConversionError(f"message size {size} at byte {at + pos} is below the minimum")
-        if crc32(buf[pos + 16 : end]) != crc:
+        if crc32(view[pos + 16 : end]) != crc:
             raise ConversionError(f"CRC mismatch in the message at offset {offset}")
         p = pos + 18
         timestamp = -1
         if magic:
             (timestamp,) = _Q.unpack_from(buf, p)
             p += 8
-        key, p = _bytes_at(buf, p, end, "key")
-        value, p = _bytes_at(buf, p, end, "value")
+        key, p = _bytes_at(view, p, end, "key")
+        value, p = _bytes_at(view, p, end, "value")
         if p != end:
             raise ConversionError(f"{end - p} bytes after the value of the message at {offset}")
         yield offset, magic, attributes, timestamp, key, value

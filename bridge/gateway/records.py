@@ -3,8 +3,10 @@
 kafka-python's ``DefaultRecordBatch`` reads the same format (the tests use it as the
 reference), but it copies each batch into a ``bytearray`` and builds a record object per
 record; here the records are parsed in one loop straight from the response bytes into
-(offset, timestamp, key, value) tuples. Layout (Kafka 3.9 ``DefaultRecordBatch``,
-``DefaultRecord``)::
+(offset, timestamp, key, value) tuples, keys and values as memoryview slices: the one copy
+is the final join of the message set (copying each 1 KB value out cost ~1 us a record in
+allocations and cold memory, 40 % of the uncompressed conversion). Layout (Kafka 3.9
+``DefaultRecordBatch``, ``DefaultRecord``)::
 
     baseOffset int64 | length int32 | partitionLeaderEpoch int32 | magic int8 | crc uint32
     | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64
@@ -23,7 +25,7 @@ import struct
 from collections.abc import Iterator, Sequence
 
 from bridge.gateway.codecs import ConversionError
-from bridge.gateway.messages import MIN_SIZE
+from bridge.gateway.messages import MIN_SIZE, Record
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = _HEADER.size  # 61
@@ -129,9 +131,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ConversionError("varint longer than 10 bytes")
 
 
-def parse_records(
-    batch: Batch, buf: bytes, pos: int, end: int
-) -> list[tuple[int, int, bytes | None, bytes | None]]:
+def parse_records(batch: Batch, buf: bytes, pos: int, end: int) -> list[Record]:
     """Every record of ``batch`` from ``buf[pos:end]`` (its records section, decompressed):
     (offset, timestamp, key, value). Timestamps of a LogAppendTime batch are its max
     timestamp. Raises ConversionError (or IndexError at the end of ``buf``) on bad bytes."""
@@ -143,6 +143,7 @@ def parse_records(
     base, first_ts = batch.base_offset, batch.first_timestamp
     fixed_ts = batch.max_timestamp if batch.append_time else None
     varint = _varint
+    view = memoryview(buf)  # key and value slices without a copy; joined once, at the end
     out = []
     add = out.append
     for _ in range(count):
@@ -165,7 +166,7 @@ def parse_records(
         if n < 0:
             key = None
         else:
-            key = buf[pos : pos + n]
+            key = view[pos : pos + n]
             pos += n
         b = buf[pos]
         if b < 0x80:
@@ -178,7 +179,7 @@ def parse_records(
         if n < 0:
             value = None
         else:
-            value = buf[pos : pos + n]
+            value = view[pos : pos + n]
             pos += n
         b = buf[pos]
         if b:  # headers: dropped (v0/v1 cannot carry them)
