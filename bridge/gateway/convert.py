@@ -23,6 +23,15 @@ Where this differs from a 3.9 broker, on purpose:
   ``min_one_message`` (v0-v2), its first ``max_bytes`` bytes are returned, as 0.8-0.10
   brokers returned a cut log slice: old consumers then report that the fetch size is too
   small (3.x sends nothing, and the old consumer spins silently).
+
+For the server: fetch upstream READ_COMMITTED with a version that always returns the first
+batch whole (v4+; KIP-74) and pass its ``aborted_transactions``; the message set can come
+out larger than the batches (34 bytes a message of magic 1 against ~10 a v2 record), so the
+tail is cut at ``max_bytes`` and the client's next fetch resumes after the last message.
+Errors: :class:`UnsupportedCompression` -> UNSUPPORTED_COMPRESSION_TYPE (what 3.9 answered
+v0-v3 fetches of zstd data); :class:`ConversionError` from ``up_convert`` -> CORRUPT_MESSAGE
+(also for an empty message set), from ``down_convert`` the upstream sent bytes that are not
+record batches (a broker bug: UNKNOWN_SERVER_ERROR).
 """
 
 from __future__ import annotations
@@ -100,7 +109,7 @@ class _Output:
 
 
 def down_convert(
-    records: bytes,
+    records: bytes | memoryview | None,
     *,
     magic: int,
     fetch_offset: int,
@@ -117,7 +126,7 @@ def down_convert(
     that are not record batches."""
     if magic not in (0, 1):
         raise ConversionError(f"cannot down-convert to magic {magic} (0 or 1)")
-    buf = bytes(records)
+    buf = bytes(records or b"")  # a null records field is no record
     out = _Output(max_bytes, min_one_message)
     txns = Transactions(aborted)
     for batch in batches(buf):
