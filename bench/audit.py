@@ -13,7 +13,7 @@ Both sides produce the same thing: the latest offset per (group, topic, partitio
 respecting tombstones, each group's last metadata, and the record count per key/value
 version. The baseline is one Python process reading the dump with pyarrow and decoding
 every record with :mod:`bridge.audit.records` into a dict. The Spark side is the pipeline's
-stage 1, :func:`bridge.audit.pipeline.decode_and_compact` (the raw aggregation, then the
+stage 1, :func:`bridge.audit.compaction.decode_and_compact` (the raw aggregation, then the
 latest records decoded and compacted, the version counts collected), and the sizes of its
 offsets and groups tables read back; timed from reading the dump to the last row out. The
 JVM start is timed apart, and one untimed run per size warms it up. Each side runs
@@ -236,7 +236,8 @@ def spark_side(spark, path: Path) -> tuple[float, dict]:
     """The pipeline's stage 1 on a dump, forced to completion."""
     from pyspark.sql import functions as F
 
-    from bridge.audit.pipeline import decode_and_compact, dump_source
+    from bridge.audit.compaction import decode_and_compact
+    from bridge.audit.sources import dump_source
 
     t = time.perf_counter()
     src = dump_source(spark, path)
@@ -265,7 +266,7 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=ROOT / ".bench" / "audit")
     args = ap.parse_args()
 
-    from bridge.audit.pipeline import spark_session
+    from bridge.audit.session import spark_session
 
     t = time.perf_counter()
     spark = spark_session(args.master, conf={"spark.driver.memory": "4g"})

@@ -119,7 +119,7 @@ def build_targets() -> dict[str, Target]:
     import zkpaths
     from bridge.audit import consumer_protocol as cp
     from bridge.audit import records as rec
-    from bridge.audit.pipeline import decode_row
+    from bridge.audit.decode import decode_row
     from bridge.audit.wire import RecordError
     from zkpaths import CodecError, LegacyFormatError, ZkLayoutError, ZkPathError
 
@@ -933,7 +933,7 @@ def _worker(name: str, n: int, seed: int, result: Path, workdir: Path) -> int:
     atheris.enabled_hooks.add("RegEx")
     atheris.enabled_hooks.add("str")
     decoders = ["zkpaths", "bridge.audit.wire", "bridge.audit.consumer_protocol"]
-    decoders += ["bridge.audit.records", "bridge.audit.pipeline", "bridge.gateway"]
+    decoders += ["bridge.audit.records", "bridge.audit.decode", "bridge.gateway"]
     with atheris.instrument_imports(include=decoders):
         targets = build_targets()
     target = targets[name]

@@ -201,14 +201,9 @@ def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from bridge.audit import dump, snapshot
-    from bridge.audit.pipeline import (
-        AuditConfig,
-        AuditError,
-        active_session,
-        check_inputs,
-        run,
-        spark_session,
-    )
+    from bridge.audit.errors import AuditError
+    from bridge.audit.pipeline import AuditConfig, check_inputs, run
+    from bridge.audit.session import active_session, spark_session
 
     settings = _settings(args)
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per connection

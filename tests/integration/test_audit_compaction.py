@@ -4,7 +4,7 @@ A dump made to be awkward - offset commit keys v0 and v1 of the same partition, 
 record of a key in another ``__consumer_offsets`` partition than the rest, every value
 version, tombstones first, last and in between, group metadata with members and with bad
 member blobs, KIP-848 keys, undecodable keys and values, versions newer than the decoder -
-is compacted by :func:`bridge.audit.pipeline.decode_and_compact`, and every row of its
+is compacted by :func:`bridge.audit.compaction.decode_and_compact`, and every row of its
 offsets, groups and version counts must equal what :func:`expected` finds going through the
 records one by one, as the group coordinator loads the topic. No Kafka needed, only Spark.
 """
@@ -146,11 +146,11 @@ def records(seed: int = 7, n: int = 6000) -> list[dump.RawRecord]:
 def expected(recs: list[dump.RawRecord]) -> dict[str, Any]:
     """Offsets, groups and version counts, going through the records in log order.
 
-    The same decoder (:func:`bridge.audit.pipeline.decode_row`), but no aggregation: a
+    The same decoder (:func:`bridge.audit.decode.decode_row`), but no aggregation: a
     dict per (group, topic, partition) and per group, the later record replacing the
     earlier, tombstones included; the pipeline's column derivations written out plainly.
     """
-    from bridge.audit.pipeline import TOMBSTONE, decode_row
+    from bridge.audit.decode import TOMBSTONE, decode_row
 
     offsets: dict[tuple, dict] = {}
     groups: dict[str, dict] = {}
@@ -207,7 +207,7 @@ def expected(recs: list[dump.RawRecord]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def spark():
-    from bridge.audit.pipeline import spark_session
+    from bridge.audit.session import spark_session
 
     session = spark_session("local[2]", app_name="kafka-zk-bridge audit compaction test")
     yield session
@@ -240,12 +240,13 @@ def _compare(stage1, want: dict[str, Any]) -> None:
 def test_stage_one_compacts_as_the_coordinator_loads(
     spark, tmp_path: Path, monkeypatch, path: str
 ) -> None:
-    from bridge.audit import pipeline
-    from bridge.audit.pipeline import decode_and_compact, dump_source
+    from bridge.audit import compaction
+    from bridge.audit.compaction import decode_and_compact
+    from bridge.audit.sources import dump_source
 
     if path == "shuffle":  # what a topic of millions of keys takes: a shuffle join, many tasks
-        monkeypatch.setattr(pipeline, "BROADCAST_KEYS", 0)
-        monkeypatch.setattr(pipeline, "PAIRS_PER_TASK", 100)
+        monkeypatch.setattr(compaction, "BROADCAST_KEYS", 0)
+        monkeypatch.setattr(compaction, "PAIRS_PER_TASK", 100)
     recs = records()
     dump.write_dump(tmp_path, recs, {}, batch_rows=1000)
     stage1 = decode_and_compact(dump_source(spark, tmp_path))
@@ -270,12 +271,14 @@ def test_a_latest_record_gone_by_the_second_read(spark, tmp_path: Path, monkeypa
     """A pair whose latest record the second read misses is undecodable, not lost."""
     from pyspark.sql import functions as F
 
-    from bridge.audit import pipeline
+    from bridge.audit import compaction
+    from bridge.audit.decode import COMPACTED_AWAY
+    from bridge.audit.sources import dump_source
 
     recs = records(seed=11, n=3000)
     dump.write_dump(tmp_path, recs, {}, batch_rows=1000)
-    src = pipeline.dump_source(spark, tmp_path)
-    raw = pipeline.aggregate_raw(src).collect()
+    src = dump_source(spark, tmp_path)
+    raw = compaction.aggregate_raw(src).collect()
     # the latest record of one offset commit pair and one group metadata pair disappear
     gone = {}
     for r in raw:
@@ -283,16 +286,16 @@ def test_a_latest_record_gone_by_the_second_read(spark, tmp_path: Path, monkeypa
         if r["vhead"] is not None and kind in (1, 2) and kind not in gone:
             gone[kind] = r["latest_order"]
     assert len(gone) == 2
-    order = pipeline._order()
+    order = compaction._order()
     reread = src.where(~order.isin(list(gone.values())))
-    decode_latest = pipeline.decode_latest
+    decode_latest = compaction.decode_latest
     monkeypatch.setattr(
-        pipeline,
+        compaction,
         "decode_latest",
         lambda s, r, k, again=None: decode_latest(reread, r, k, again),
     )
-    stage1 = pipeline.decode_and_compact(src)
-    lost = stage1.decoded.where(F.col("error") == pipeline.COMPACTED_AWAY).collect()
+    stage1 = compaction.decode_and_compact(src)
+    lost = stage1.decoded.where(F.col("error") == COMPACTED_AWAY).collect()
     assert len(lost) == 2
     assert {r["value_kind"] for r in lost} == {"undecodable"}
     # every pair still has its row and every record its count

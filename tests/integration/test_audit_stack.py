@@ -32,7 +32,7 @@ from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
 from bridge.audit import dump, snapshot
-from bridge.audit.pipeline import AuditConfig, AuditResult, run, spark_session
+from bridge.audit.pipeline import AuditConfig, AuditResult, run
 from bridge.audit.records import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -43,6 +43,7 @@ from bridge.audit.records import (
     encode_key,
     encode_value,
 )
+from bridge.audit.session import spark_session
 from bridge.audit.verdict import BLOCKED, READY_TO_FINALIZE, READY_TO_MIGRATE, READY_TO_ROLL_BACK
 from bridge.audit.wire import RecordError
 from bridge.cli import main as cli_main

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from bridge.audit.pipeline import (
+from bridge.audit.decode import (
     COMPACTED_AWAY,
     DECODED_ARROW,
     _decode_batches,
