@@ -1,0 +1,338 @@
+"""The legacy gateway (flow F6): old request versions in, today's versions out.
+
+**One listening port for every broker id.** Metadata and ``/brokers/ids`` keep the
+cluster's broker ids but advertise each at the gateway's own endpoint; every request is
+split per partition and routed to that partition's leader *of the moment* (a Fetch or
+Produce whose partitions have different leaders fans out, one request per leader, and the
+answers are merged in the client's order). Compared with one port per broker id, a leader
+move or a broker replaced under a new address is invisible to the old client (it never
+holds a stale "leader is N" that matters), the gateway needs one firewall opening and one
+``--gateway-listen`` instead of a port range kept in step with the cluster's ids, and any
+number of gateways can run side by side. Old clients still open one connection per broker
+id (they key connections by id), all to the same port, which is harmless.
+
+**Bounded memory.** Each client connection is served strictly in order, one request at a
+time: the next request is not even read until the previous response was handed to the
+socket and drained, so a slow reader is back-pressured by TCP and never buffered for, and
+at most one response per connection exists. Requests over ``max_request_bytes`` are
+refused by their size prefix before any byte of the body is read.
+
+**Bad input** (malformed or truncated frames, absurd sizes, api keys or versions the gateway
+does not serve, a client that stops reading) closes that connection with one log line naming
+the client's address and client id and the reason; nothing else is affected. Old brokers
+closed the connection on an unknown request too, which is what old clients expect. Other
+api keys (the group membership APIs of 0.9+ Java clients, ...) are refused that way, and
+ApiVersions lists only what the gateway serves, so a 0.10+ client says clearly what is
+missing instead of misbehaving.
+
+Upstream: asyncio connections pooled per broker (``upstream``), metadata cached and
+refreshed (``cluster``); PLAINTEXT only for now (SSL/SASL upstream are refused at start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka.protocol.api_header import RequestHeader
+from kafka.protocol.consumer import ListOffsetsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+
+from bridge.config import split_hostport
+from bridge.gateway import list_offsets, meta
+from bridge.gateway.cluster import Cluster
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from bridge.config import KafkaSettings
+
+log = logging.getLogger(__name__)
+
+MiB = 1 << 20
+
+#: api key -> (request class, min version, max version, handler)
+HANDLERS = {
+    2: (ListOffsetsRequest, 0, 0, list_offsets.list_offsets),
+    3: (MetadataRequest, 0, 3, meta.metadata),
+    10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),
+    18: (ApiVersionsRequest, 0, 2, meta.api_versions),
+}
+_API_VERSIONS = 18
+
+
+@dataclass
+class Tunables:
+    """Limits and timings; defaults follow the old brokers' where there was one."""
+
+    #: client connections beyond this are closed as they arrive (Kafka's max.connections)
+    max_connections: int = 1000
+    #: an idle client connection is closed after this (Kafka's connections.max.idle.ms)
+    idle_timeout_s: float = 600.0
+    #: the body of a request whose size prefix arrived must follow within this
+    body_timeout_s: float = 30.0
+    #: a response not drained by the client within this: the client stopped reading
+    write_timeout_s: float = 60.0
+    #: every upstream request (a Fetch or Produce adds its own max_wait / timeout)
+    upstream_timeout_s: float = 30.0
+    #: connections per broker, shared by all client connections
+    upstream_connections: int = 16
+    #: full metadata refresh period
+    metadata_refresh_s: float = 30.0
+    #: bytes queued on a client socket before ``drain`` waits for the client to read
+    write_buffer_bytes: int = 256 * 1024
+
+
+class _Close(Exception):
+    """This client connection ends; the message is the reason logged."""
+
+
+class Core:
+    """What handlers see: the cluster, the endpoints, ZooKeeper, the limits."""
+
+    def __init__(self, gateway: Gateway, cluster: Cluster) -> None:
+        self._gateway, self.cluster = gateway, cluster
+        self.zookeeper = gateway.zookeeper
+        self.tunables = gateway.tunables
+
+    def endpoint_for(self, broker_id: int) -> tuple[str, int]:
+        return self._gateway.endpoint_for(broker_id)
+
+    @staticmethod
+    def served() -> dict[int, tuple[int, int]]:
+        return {key: (lo, hi) for key, (_, lo, hi, _) in HANDLERS.items()}
+
+
+class Gateway:
+    """The gateway: listening socket, its own asyncio loop in a daemon thread."""
+
+    def __init__(
+        self,
+        listen: str,
+        kafka: KafkaSettings,
+        *,
+        zookeeper: KazooClient | None = None,
+        advertised_host: str | None = None,
+        max_request_bytes: int = 100 * MiB,
+        **tunables,
+    ) -> None:
+        if kafka.security_protocol != "PLAINTEXT":
+            raise ValueError(
+                f"the gateway speaks PLAINTEXT to the cluster only (kafka.security_protocol "
+                f"is {kafka.security_protocol})"
+            )
+        self.listen_host, self.listen_port = split_hostport(listen, min_port=0)
+        self.kafka, self.zookeeper = kafka, zookeeper
+        self.advertised_host = advertised_host
+        self.max_request_bytes = max_request_bytes
+        self.tunables = Tunables(**tunables)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._address: tuple[str, int] | None = None
+        self._clients: set[asyncio.Task] = set()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        if self._address is None:
+            raise RuntimeError("the gateway is not started")
+        return self._address
+
+    def endpoint_for(self, broker_id: int) -> tuple[str, int]:
+        """Every broker id is advertised at the gateway's one endpoint (see the module doc)."""
+        host, port = self.address
+        if self.advertised_host:
+            return self.advertised_host, port
+        if host in ("0.0.0.0", "::", ""):
+            return socket.getfqdn(), port
+        return host, port
+
+    def start(self) -> None:
+        ready: dict = {}
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready, started), name="gateway", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+        if "error" in ready:
+            raise ready["error"]
+
+    def _run(self, ready: dict, started: threading.Event) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        bootstrap = [split_hostport(s) for s in self.kafka.bootstrap_servers.split(",")]
+        self._cluster = Cluster(
+            bootstrap,
+            self.kafka.client_id,
+            timeout=self.tunables.upstream_timeout_s,
+            max_connections=self.tunables.upstream_connections,
+        )
+        self._core = Core(self, self._cluster)
+        try:
+            self._server = loop.run_until_complete(
+                asyncio.start_server(
+                    self._client, self.listen_host, self.listen_port, limit=1 << 16
+                )
+            )
+        except OSError as exc:
+            ready["error"] = exc
+            started.set()
+            loop.close()
+            return
+        self._address = self._server.sockets[0].getsockname()[:2]
+        refresher = loop.create_task(self._refresh_periodically())
+        log.info("gateway: listening on %s:%d", *self._address)
+        started.set()
+        try:
+            loop.run_forever()
+        finally:
+            refresher.cancel()
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+    async def _refresh_periodically(self) -> None:
+        while True:
+            await self._cluster.refresh()
+            await asyncio.sleep(self.tunables.metadata_refresh_s)
+
+    async def _shutdown(self) -> None:
+        self._server.close()
+        for task in list(self._clients):
+            task.cancel()
+        await asyncio.gather(*self._clients, return_exceptions=True)
+        self._cluster.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._loop is None or self._thread is None:
+            return
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._clients) >= self.tunables.max_connections:
+            peer = writer.get_extra_info("peername")
+            log.warning(
+                "gateway: closing connection from %s:%s: %d connections already (max_connections)",
+                *peer[:2],
+                len(self._clients),
+            )
+            writer.close()
+            return
+        task = asyncio.current_task()
+        self._clients.add(task)
+        conn = _Connection(self._core, self.max_request_bytes, reader, writer)
+        try:
+            await conn.serve()
+        except asyncio.CancelledError:
+            pass  # the gateway stops: its connections end with it
+        finally:
+            self._clients.discard(task)
+
+
+class _Connection:
+    """One old client's connection, served one request at a time."""
+
+    def __init__(self, core: Core, max_request_bytes: int, reader, writer) -> None:
+        self.core, self.max_request_bytes = core, max_request_bytes
+        self.reader, self.writer = reader, writer
+        self.tunables = core.tunables
+        self.peer = "{}:{}".format(*tuple(writer.get_extra_info("peername")[:2]))
+        self.client_id: str | None = None
+        writer.transport.set_write_buffer_limits(high=self.tunables.write_buffer_bytes)
+
+    async def serve(self) -> None:
+        try:
+            while await self._one():
+                pass
+        except _Close as close:
+            log.warning(
+                "gateway: closing connection from %s (client id %r): %s",
+                self.peer,
+                self.client_id,
+                close,
+            )
+        except (ConnectionError, OSError) as exc:
+            log.info(
+                "gateway: connection from %s (client id %r) lost: %r",
+                self.peer,
+                self.client_id,
+                exc,
+            )
+        except Exception as exc:  # noqa: BLE001 - one connection's failure is its own
+            log.warning(
+                "gateway: closing connection from %s (client id %r): cannot answer: %r",
+                self.peer,
+                self.client_id,
+                exc,
+            )
+        finally:
+            self.writer.close()
+
+    async def _read(self, n: int, timeout: float, what: str) -> bytes | None:
+        try:
+            return await asyncio.wait_for(self.reader.readexactly(n), timeout)
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial and what == "size":
+                return None  # closed between requests: the normal end
+            raise _Close(
+                f"truncated {what}: {len(exc.partial)} of {n} bytes, then end of stream"
+            ) from None
+        except TimeoutError:
+            if what == "size":
+                raise _Close(f"idle for {timeout:.0f} s") from None
+            raise _Close(f"truncated {what}: not all of {n} bytes within {timeout:.0f} s") from None
+
+    async def _one(self) -> bool:
+        """Read, answer and drain one request; False at the client's clean end of stream."""
+        head = await self._read(4, self.tunables.idle_timeout_s, "size")
+        if head is None:
+            return False
+        size = struct.unpack(">i", head)[0]
+        if not 10 <= size <= self.max_request_bytes:
+            raise _Close(f"request size {size} outside 10..{self.max_request_bytes} bytes")
+        body = await self._read(size, self.tunables.body_timeout_s, "request")
+        header, offset = self._header(body)
+        api = HANDLERS.get(header.request_api_key)
+        if api is None:
+            raise _Close(f"api key {header.request_api_key} is not served by the gateway")
+        request_class, lo, hi, handler = api
+        version = header.request_api_version
+        if not lo <= version <= hi:
+            if header.request_api_key == _API_VERSIONS:
+                await self._answer(meta.unsupported_api_versions(self.core), header, 0)
+                return True
+            raise _Close(f"{request_class.name} v{version} is not served (v{lo}-v{hi} are)")
+        try:
+            request = request_class.decode(memoryview(body)[offset:], version=version)
+        except Exception as exc:  # noqa: BLE001 - any decoding failure is malformed input
+            raise _Close(f"malformed {request_class.name} v{version}: {exc!r}") from None
+        response = await handler(self.core, request, version)
+        if response is not None:
+            await self._answer(response, header, version)
+        return True
+
+    def _header(self, body: bytes):
+        buffer = io.BytesIO(body)
+        try:
+            header = RequestHeader.decode(buffer, flexible=False)
+        except Exception as exc:  # noqa: BLE001
+            raise _Close(f"malformed request header: {exc!r}") from None
+        self.client_id = header.client_id
+        return header, buffer.tell()
+
+    async def _answer(self, response, header, version: int) -> None:
+        response.with_header(correlation_id=header.correlation_id)
+        self.writer.write(response.encode(header=True, framed=True))
+        try:
+            await asyncio.wait_for(self.writer.drain(), self.tunables.write_timeout_s)
+        except TimeoutError:
+            raise _Close(
+                f"stopped reading: response not taken within {self.tunables.write_timeout_s:.0f} s"
+            ) from None

@@ -1,0 +1,267 @@
+"""The legacy gateway on Kafka 4.x: old request versions in, the real cluster behind.
+
+An in-process ``Gateway`` (port 0) in front of the 4.x stack; the "old client" is
+kafka-python's protocol classes at the old versions over a plain socket (``old_client``).
+The negative control sends the same old versions straight to a 4.x broker, which refuses
+them: what these tests see through the gateway is the gateway's doing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.protocol.consumer import (
+    FetchRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from bridge.config import KafkaSettings
+from bridge.devstack.stack import Devstack, private_stack
+from bridge.gateway.server import Gateway
+from tests.conftest import wait_for
+from tests.integration.old_client import OldClient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def stack():
+    existing = os.environ.get("KZB_STACK4_DIR")
+    if existing:
+        s = Devstack(existing, kafka_version="4.x")
+        s.up()
+        yield s
+        return
+    s = private_stack("kzb-stack4-", kafka_version="4.x")
+    try:
+        yield s
+    finally:
+        s.discard()
+
+
+@pytest.fixture
+def gateway(stack, zk):
+    # no periodic refresh during a test: a moved leader must be found by the error path
+    gw = Gateway(
+        "127.0.0.1:0",
+        KafkaSettings(bootstrap_servers=stack.bootstrap_servers),
+        zookeeper=zk,
+        metadata_refresh_s=3600,
+    )
+    gw.start()
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture
+def client(gateway):
+    c = OldClient(gateway.address)
+    yield c
+    c.close()
+
+
+def _topic(admin: KafkaAdminClient, name: str, partitions: int = 1, replicas: int = 3, **configs):
+    admin.create_topics(
+        {name: {"num_partitions": partitions, "replication_factor": replicas, "configs": configs}}
+    )
+    wait_for(lambda: _known_everywhere(admin, name, partitions), 30, what=f"{name} on every broker")
+    return name
+
+
+def _known_everywhere(admin: KafkaAdminClient, topic: str, partitions: int) -> bool:
+    """Every broker has the topic with its leaders (brokers learn of a topic one by one)."""
+    for broker in admin.describe_cluster()["brokers"]:
+        c = OldClient((broker["host"], broker["port"]))
+        try:
+            answer = c.send(
+                MetadataRequest[4](topics=[MetadataRequest.MetadataRequestTopic(name=topic)])
+            )
+        finally:
+            c.close()
+        parts = answer.topics[0].partitions
+        if len(parts) != partitions or any(p.leader_id < 0 for p in parts):
+            return False
+    return True
+
+
+def _leaders(admin: KafkaAdminClient, topic: str) -> dict[int, int]:
+    found = admin.describe_topics([topic])
+    return (
+        {p["partition_index"]: p["leader_id"] for t in found for p in t["partitions"]}
+        if found
+        else {}
+    )
+
+
+def message_set(magic: int, messages: list[tuple[bytes | None, bytes, int | None]]) -> bytes:
+    builder = LegacyRecordBatchBuilder(magic, 0, 1 << 20)
+    for i, (key, value, ts) in enumerate(messages):
+        builder.append(i, ts if magic else None, key, value)
+    return bytes(builder.build())
+
+
+def read_messages(records: bytes) -> list[tuple[int, bytes | None, bytes, int | None, int]]:
+    """(offset, key, value, timestamp, magic) of every whole message in a message set."""
+    out, mr = [], MemoryRecords(records)
+    while (batch := mr.next_batch()) is not None:
+        for r in batch:
+            out.append((r.offset, r.key, r.value, r.timestamp, batch.magic))
+    return out
+
+
+def produce(client: OldClient, version: int, topic: str, partition: int, records: bytes, acks=1):
+    request = ProduceRequest[version](
+        acks=acks,
+        timeout_ms=10000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest.TopicProduceData.PartitionProduceData(
+                        index=partition, records=records
+                    )
+                ],
+            )
+        ],
+    )
+    response = client.send(request)
+    return None if response is None else response.responses[0].partition_responses[0]
+
+
+def fetch(client: OldClient, version: int, parts: dict[tuple[str, int], int], max_bytes=1 << 20):
+    topics: dict[str, list] = {}
+    for (topic, partition), offset in parts.items():
+        topics.setdefault(topic, []).append(
+            FetchRequest.FetchTopic.FetchPartition(
+                partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
+            )
+        )
+    request = FetchRequest[version](
+        replica_id=-1,
+        max_wait_ms=100,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+    )
+    response = client.send(request)
+    return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+
+
+def test_metadata_lists_every_broker_at_the_gateway(gateway, client, admin, topic_name):
+    topic = _topic(admin, topic_name(), partitions=3)
+    cluster_ids = {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+    leaders = _leaders(admin, topic)
+    assert client.send(ApiVersionsRequest[0]()).error_code == 0
+    for version in range(4):
+        response = client.send(
+            MetadataRequest[version](topics=[MetadataRequest.MetadataRequestTopic(name=topic)])
+        )
+        assert {b.node_id for b in response.brokers} == cluster_ids
+        assert {(b.host, b.port) for b in response.brokers} == {gateway.address}
+        (t,) = response.topics
+        assert (t.name, t.error_code) == (topic, 0)
+        assert {p.partition_index: p.leader_id for p in t.partitions} == leaders
+        assert all(len(p.replica_nodes) == 3 and p.leader_id in p.isr_nodes for p in t.partitions)
+    every = client.send(MetadataRequest[0](topics=[]))  # v0: [] = every topic
+    assert topic in {t.name for t in every.topics}
+
+
+def test_list_offsets_v0(stack, client, admin, topic_name):
+    topic = _topic(admin, topic_name())
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","), acks="all")
+    for i in range(3):
+        producer.send(topic, b"x%d" % i, partition=0).get(30)  # acks=all: in the high watermark
+    producer.close()
+
+    def offsets(timestamp: int, count: int = 1):
+        request = ListOffsetsRequest[0](
+            replica_id=-1,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                            partition_index=0, timestamp=timestamp, max_num_offsets=count
+                        )
+                    ],
+                )
+            ],
+        )
+        (p,) = client.send(request).topics[0].partitions
+        assert p.error_code == 0, p
+        return list(p.old_style_offsets)
+
+    assert offsets(-1) == [3]
+    assert offsets(-2) == [0]
+    assert offsets(-1, count=0) == []
+    assert offsets(int(time.time() * 1000) + 3600_000) == [3]  # after every message: the end
+
+
+def test_old_versions_straight_to_kafka_4_are_refused(stack, admin, topic_name):
+    """Negative control: without the gateway a 4.x broker closes the connection on the old
+    versions these tests send (KIP-896), so an answer above can only be the gateway's.
+    (4.x still answers Metadata v0-v3 and FindCoordinator v0, with its own endpoints.)"""
+    topic = _topic(admin, topic_name())
+    broker = admin.describe_cluster()["brokers"][0]
+    partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1024
+    )
+    commit = OffsetCommitRequest.OffsetCommitRequestTopic
+    requests = [
+        FetchRequest[0](
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=1,
+            topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])],
+        ),
+        ListOffsetsRequest[0](replica_id=-1, topics=[]),
+        OffsetCommitRequest[1](
+            group_id="g",
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                commit(
+                    name=topic,
+                    partitions=[
+                        commit.OffsetCommitRequestPartition(
+                            partition_index=0,
+                            committed_offset=0,
+                            commit_timestamp=-1,
+                            committed_metadata="",
+                        )
+                    ],
+                )
+            ],
+        ),
+        OffsetFetchRequest[0](group_id="g", topics=None),
+        ProduceRequest[0](
+            acks=1,
+            timeout_ms=1000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name=topic,
+                    partition_data=[
+                        ProduceRequest.TopicProduceData.PartitionProduceData(
+                            index=0, records=message_set(0, [(None, b"x", None)])
+                        )
+                    ],
+                )
+            ],
+        ),
+    ]
+    for request in requests:
+        c = OldClient((broker["host"], broker["port"]))
+        try:
+            c.write(request)
+            assert c.closed_by_peer(), f"{request.name} v{request.API_VERSION} answered by Kafka 4"
+        finally:
+            c.close()
