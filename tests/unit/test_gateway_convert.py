@@ -22,6 +22,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from bridge.gateway import messages
+from bridge.gateway.codecs import decompress, lz4_header_checksum
 from bridge.gateway.convert import (
     ConversionError,
     UnsupportedCompression,
@@ -317,3 +318,19 @@ def test_legacy_entries_in_the_log_are_kept_or_converted_to_magic_0(recs, codec,
         want = [r for r in want if r.offset >= base + skip]
     assert got == want
     assert codecs[0] == (codec if want[0].offset < after else 0)
+
+
+@pytest.mark.parametrize("store_size", [True, False])
+def test_lz4_bomb_is_refused_with_or_without_a_declared_size(store_size):
+    frame = lz4.frame.compress(b"\x00" * (4 << 20), store_size=store_size)
+    with pytest.raises(ConversionError, match="more than"):
+        decompress(3, frame, 1, 1 << 20)
+    assert len(decompress(3, frame, 1, 4 << 20)) == 4 << 20
+
+
+def test_lz4_frame_lying_about_its_size_is_refused():
+    frame = bytearray(lz4.frame.compress(b"a" * 100_000, store_size=True))
+    frame[6:14] = (10).to_bytes(8, "little")  # declares 10 bytes
+    frame[14] = lz4_header_checksum(bytes(frame[4:14]), broken=False)
+    with pytest.raises(ConversionError, match="lz4"):
+        decompress(3, bytes(frame), 1, 1 << 20)
