@@ -41,11 +41,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafka.protocol.api_header import RequestHeader
-from kafka.protocol.consumer import ListOffsetsRequest
+from kafka.protocol.consumer import (
+    FetchRequest,
+    ListOffsetsRequest,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
 
 from bridge.config import split_hostport
-from bridge.gateway import list_offsets, meta
+from bridge.gateway import fetch, list_offsets, meta, produce
 from bridge.gateway.cluster import Cluster
 
 if TYPE_CHECKING:
@@ -59,6 +63,8 @@ MiB = 1 << 20
 
 #: api key -> (request class, min version, max version, handler)
 HANDLERS = {
+    0: (ProduceRequest, 0, 2, produce.produce),
+    1: (FetchRequest, 0, 3, fetch.fetch),
     2: (ListOffsetsRequest, 0, 0, list_offsets.list_offsets),
     3: (MetadataRequest, 0, 3, meta.metadata),
     10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),

@@ -12,7 +12,7 @@ import os
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.protocol.consumer import (
     FetchRequest,
     ListOffsetsRequest,
@@ -173,6 +173,111 @@ def test_metadata_lists_every_broker_at_the_gateway(gateway, client, admin, topi
         assert all(len(p.replica_nodes) == 3 and p.leader_id in p.isr_nodes for p in t.partitions)
     every = client.send(MetadataRequest[0](topics=[]))  # v0: [] = every topic
     assert topic in {t.name for t in every.topics}
+
+
+def test_produce_v0_v2_then_fetch_v0_v3(client, admin, topic_name):
+    topic = _topic(admin, topic_name())
+    ts = int(time.time() * 1000)
+    sent = [
+        (0, [(b"k0", b"v0", None), (None, b"v1", None)]),
+        (1, [(b"k2", b"v2", None)]),
+        (2, [(b"k3", b"v3", ts), (b"k4", b"v4", ts + 1)]),
+    ]
+    base = []
+    for version, messages in sent:
+        answer = produce(client, version, topic, 0, message_set(0 if version < 2 else 1, messages))
+        assert answer.error_code == 0, answer
+        base.append(answer.base_offset)
+    assert base == [0, 2, 3]  # the leader's real offsets
+    assert produce(client, 2, topic, 0, message_set(1, [(b"k5", b"v5", ts + 2)]), acks=0) is None
+    flat = [m for _, ms in sent for m in ms] + [(b"k5", b"v5", ts + 2)]
+    for version in range(4):
+        got = consume(client, version, topic, 0, 0, len(flat))
+        assert [(o, k, v) for o, k, v, _, _ in got] == [
+            (i, k, v) for i, (k, v, _) in enumerate(flat)
+        ]
+        assert {m for *_, m in got} == {0 if version < 2 else 1}
+        if version >= 2:  # magic 1 carries the timestamps the v2 producer set
+            assert [t for _, _, _, t, _ in got][3:] == [ts, ts + 1, ts + 2]
+    # fetching from the middle starts there, also inside what was one produce
+    got = read_messages(fetch(client, 3, {(topic, 0): 4})[(topic, 0)].records)
+    assert [o for o, *_ in got] == [4, 5]
+
+
+def consume(client: OldClient, version: int, topic: str, partition: int, offset: int, count: int):
+    """Fetch from ``offset`` on as an old consumer does until ``count`` messages came (a
+    fetch may stop at a segment's end, so one fetch is not enough)."""
+    got: list = []
+    deadline = time.monotonic() + 20
+    while len(got) < count and time.monotonic() < deadline:
+        answer = fetch(client, version, {(topic, partition): offset})[(topic, partition)]
+        assert answer.error_code == 0, answer
+        new = read_messages(answer.records)
+        got += new
+        offset = new[-1][0] + 1 if new else offset
+    return got
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4"])
+def test_compressed_batches_of_a_new_producer_read_back(stack, client, admin, topic_name, codec):
+    """kafka-python writes compressed v2 batches; old fetches get them as magic 0/1 wrappers."""
+    topic = _topic(admin, topic_name(codec))
+    producer = KafkaProducer(
+        bootstrap_servers=stack.bootstrap_servers.split(","), compression_type=codec, linger_ms=50
+    )
+    ts = int(time.time() * 1000)
+    sent = [(b"k%d" % i, b"%s value %d " % (codec.encode(), i) * 20, ts + i) for i in range(200)]
+    for key, value, t in sent:
+        producer.send(topic, value, key=key, partition=0, timestamp_ms=t)
+    producer.flush()
+    producer.close()
+    for version in (0, 2, 3):
+        got = consume(client, version, topic, 0, 0, len(sent))
+        assert [(o, k, v) for o, k, v, _, _ in got] == [
+            (i, k, v) for i, (k, v, _) in enumerate(sent)
+        ]
+        if version >= 2:
+            assert [t for _, _, _, t, _ in got] == [t for *_, t in sent]
+
+
+def test_aborted_transactions_are_not_delivered(stack, client, admin, topic_name):
+    topic = _topic(admin, topic_name())
+    bootstrap = stack.bootstrap_servers.split(",")
+    plain = KafkaProducer(bootstrap_servers=bootstrap)
+    plain.send(topic, b"before", partition=0).get(30)
+    tx = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=topic_name("tx"))
+    tx.init_transactions()
+    tx.begin_transaction()
+    for i in range(3):
+        tx.send(topic, b"aborted %d" % i, partition=0)
+    tx.flush()  # in the log, then aborted
+    tx.abort_transaction()
+    tx.begin_transaction()
+    tx.send(topic, b"committed", partition=0)
+    tx.commit_transaction()
+    tx.close()
+    plain.send(topic, b"after", partition=0).get(30)
+    plain.close()
+    committed = _read_directly(bootstrap, topic, "read_committed", 3)
+    assert [v for _, v in committed] == [b"before", b"committed", b"after"]
+    everything = _read_directly(bootstrap, topic, "read_uncommitted", 6)
+    assert b"aborted 0" in [v for _, v in everything]  # the aborts are really in the log
+    got = consume(client, 2, topic, 0, 0, 3)
+    assert [(o, v) for o, _, v, _, _ in got] == committed
+
+
+def _read_directly(bootstrap: list[str], topic: str, isolation: str, count: int):
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, isolation_level=isolation, auto_offset_reset="earliest"
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    got: list = []
+    deadline = time.monotonic() + 20
+    while len(got) < count and time.monotonic() < deadline:
+        for records in consumer.poll(500).values():
+            got += [(r.offset, r.value) for r in records]
+    consumer.close()
+    return got
 
 
 def test_list_offsets_v0(stack, client, admin, topic_name):
