@@ -48,14 +48,16 @@ def batch_bytes(
     transactional: bool = False,
     control: bool = False,
     append_time: int | None = None,
+    headers: list[tuple[str, bytes | None]] | None = None,
 ) -> bytes:
-    """A v2 batch: ``records`` = (offset delta, timestamp, key, value)."""
+    """A v2 batch: ``records`` = (offset delta, timestamp, key, value), each with
+    ``headers`` (which message formats 0 and 1 cannot carry)."""
     builder = DefaultRecordBatchBuilder(
         2, codec, transactional, producer_id, 0 if producer_id >= 0 else -1,
         0 if producer_id >= 0 else -1, 1 << 30,
     )  # fmt: skip
     for delta, ts, key, value in records:
-        builder.append(delta, timestamp=ts, key=key, value=value, headers=[])
+        builder.append(delta, timestamp=ts, key=key, value=value, headers=headers or [])
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, base_offset)
     attributes = struct.unpack_from(">h", data, 21)[0]
@@ -76,6 +78,7 @@ def actual_codec(data: bytes) -> int:
 
 blobs = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=200, max_size=600))
 timestamps = st.integers(0, 2**41)
+HEADERS = [[], [("h", b"x")], [("a", None), ("b" * 200, b"y" * 300)] + [("c", b"")] * 70]
 record_lists = st.lists(st.tuples(timestamps, blobs, blobs), min_size=1, max_size=6)
 
 
@@ -107,6 +110,7 @@ def logs(draw, max_batches: int = 6) -> Log:
             producer_id=pid,
             transactional=pid >= 0,
             append_time=append_time,
+            headers=draw(st.sampled_from(HEADERS)),
         )
         codec = actual_codec(data)
         rows = [
