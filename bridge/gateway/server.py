@@ -44,12 +44,14 @@ from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.consumer import (
     FetchRequest,
     ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
 from bridge.config import split_hostport
-from bridge.gateway import fetch, list_offsets, meta, produce
+from bridge.gateway import fetch, groups, list_offsets, meta, produce
 from bridge.gateway.cluster import Cluster
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ HANDLERS = {
     1: (FetchRequest, 0, 3, fetch.fetch),
     2: (ListOffsetsRequest, 0, 0, list_offsets.list_offsets),
     3: (MetadataRequest, 0, 3, meta.metadata),
+    8: (OffsetCommitRequest, 0, 1, groups.offset_commit),
+    9: (OffsetFetchRequest, 0, 1, groups.offset_fetch),
     10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),
     18: (ApiVersionsRequest, 0, 2, meta.api_versions),
 }

@@ -19,7 +19,7 @@ from kafka.protocol.consumer import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
-from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
@@ -309,6 +309,108 @@ def test_list_offsets_v0(stack, client, admin, topic_name):
     assert offsets(-2) == [0]
     assert offsets(-1, count=0) == []
     assert offsets(int(time.time() * 1000) + 3600_000) == [3]  # after every message: the end
+
+
+def test_partitions_of_several_leaders_and_a_moved_leader(client, admin, topic_name):
+    """One fetch over partitions led by different brokers is fanned out and merged; after a
+    leader moves, the gateway's stale route is corrected by the old leader's NOT_LEADER
+    (periodic refresh is off in these tests), and the old client never sees an error."""
+    topic = _topic(admin, topic_name(), partitions=3)
+    leaders = _leaders(admin, topic)
+    assert len(set(leaders.values())) > 1, leaders
+    for p in range(3):
+        answer = produce(client, 2, topic, p, message_set(1, [(b"k", b"p%d" % p, 1)]), acks=-1)
+        assert answer.error_code == 0  # acks=-1: below every high watermark, fetchable at once
+    answers = fetch(client, 3, {(topic, p): 0 for p in range(3)})
+    assert [read_messages(answers[(topic, p)].records)[0][2] for p in range(3)] == [
+        b"p0",
+        b"p1",
+        b"p2",
+    ]
+    old = leaders[0]
+    replicas = next(
+        p["replica_nodes"]
+        for t in admin.describe_topics([topic])
+        for p in t["partitions"]
+        if p["partition_index"] == 0
+    )
+    new = next(r for r in replicas if r != old)
+    admin.alter_partition_reassignments(
+        {TopicPartition(topic, 0): [new] + [r for r in replicas if r != new]}
+    )
+    wait_for(lambda: _preferred(admin, topic, new), 30, what="preferred replica moved")
+    admin.elect_leaders(0, {topic: [0]}, raise_errors=False)
+    wait_for(lambda: _leaders(admin, topic)[0] == new, 30, what=f"leader {new}")
+    answer = produce(client, 2, topic, 0, message_set(1, [(b"k", b"after the move", 2)]))
+    assert (answer.error_code, answer.base_offset) == (0, 1)
+    got = consume(client, 3, topic, 0, 0, 2)
+    assert [v for _, _, v, _, _ in got] == [b"p0", b"after the move"]
+
+
+def _preferred(admin: KafkaAdminClient, topic: str, broker: int) -> bool:
+    return any(
+        p["replica_nodes"][0] == broker
+        for t in admin.describe_topics([topic])
+        for p in t["partitions"]
+        if p["partition_index"] == 0
+    )
+
+
+def _commit(client: OldClient, version: int, group: str, topic: str, offsets: dict[int, int]):
+    t = OffsetCommitRequest.OffsetCommitRequestTopic
+    request = OffsetCommitRequest[version](
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",  # a simple commit
+        topics=[
+            t(
+                name=topic,
+                partitions=[
+                    t.OffsetCommitRequestPartition(
+                        partition_index=p,
+                        committed_offset=o,
+                        commit_timestamp=-1,
+                        committed_metadata="m",
+                    )
+                    for p, o in offsets.items()
+                ],
+            )
+        ],
+    )
+    return {p.partition_index: p.error_code for p in client.send(request).topics[0].partitions}
+
+
+def _fetch_offsets(client: OldClient, version: int, group: str, topic: str, partitions: list[int]):
+    t = OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)
+    response = client.send(OffsetFetchRequest[version](group_id=group, topics=[t]))
+    return {
+        p.partition_index: (p.committed_offset, p.error_code) for p in response.topics[0].partitions
+    }
+
+
+def test_offset_commit_and_fetch_v1_in_kafka(gateway, client, admin, topic_name):
+    topic = _topic(admin, topic_name(), partitions=2)
+    group = topic_name("g")
+    coordinator = client.send(FindCoordinatorRequest[0](key=group))
+    assert coordinator.error_code == 0
+    assert (coordinator.host, coordinator.port) == gateway.address
+    assert coordinator.node_id in {b["broker_id"] for b in admin.describe_cluster()["brokers"]}
+    assert _commit(client, 1, group, topic, {0: 42, 1: 7}) == {0: 0, 1: 0}
+    assert _fetch_offsets(client, 1, group, topic, [0, 1]) == {0: (42, 0), 1: (7, 0)}
+    in_kafka = admin.list_group_offsets({group: None})[group]
+    assert {tp.partition: m.offset for tp, m in in_kafka.items()} == {0: 42, 1: 7}
+
+
+def test_offset_commit_and_fetch_v0_in_zookeeper(client, admin, zk, topic_name):
+    """v0 is ZooKeeper storage, as on old brokers: the node the old consumer reads."""
+    topic = _topic(admin, topic_name())
+    group = topic_name("g")
+    assert _fetch_offsets(client, 0, group, topic, [0]) == {0: (-1, 3)}  # never committed
+    assert _commit(client, 0, group, topic, {0: 42}) == {0: 0}
+    assert zk.get(f"/consumers/{group}/offsets/{topic}/0")[0] == b"42"
+    zk.set(f"/consumers/{group}/offsets/{topic}/0", b"43")  # e.g. the old consumer itself
+    assert _fetch_offsets(client, 0, group, topic, [0]) == {0: (43, 0)}
+    assert admin.list_group_offsets({group: None})[group] == {}  # not in Kafka
 
 
 def test_old_versions_straight_to_kafka_4_are_refused(stack, admin, topic_name):
