@@ -29,6 +29,7 @@ from bridge.decide.groups import (
 from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
+from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import (
     GroupFilter,
@@ -101,13 +102,6 @@ class GroupMirrorFlow:
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_nodes(self.zk, sorted(self.owned()))
 
-    def _partitions(self) -> dict[str, int]:
-        return {
-            t["name"]: len(t["partitions"])
-            for t in self.admin.describe_topics()
-            if t.get("error_code", 0) == 0 and t["partitions"]
-        }
-
     def _kafka_picture(self) -> KafkaPicture:
         """Groups, members and topics: read in full every ``full_interval_s``; in between
         only the committed offsets change (the fast path that keeps offset lag low)."""
@@ -122,7 +116,7 @@ class GroupMirrorFlow:
             # protocol type "" is a group that only commits offsets (assign() + commit)
             consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
             views = read_groups(self.admin, consumer_groups)
-            pic = KafkaPicture(kinds, wanted, views, self._partitions(), time.monotonic())
+            pic = KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
         else:
             fresh = read_offsets(self.admin, [g for g, v in pic.views.items() if not v.error])
             vanished = any(

@@ -4,72 +4,123 @@ A member's OffsetCommit needs the member id and generation, and is refused while
 completes a rebalance; an admin commit needs an empty group. A transactional offset commit
 (TxnOffsetCommit) has neither limit, and is fenced by the producer epoch of the
 ``transactional.id``: once a successor bridge initialised the same id, a deposed one can no
-longer commit (I3 on the Kafka side).
+longer commit (I3 on the Kafka side). For the same reason a committer never initialises its
+producer a second time: that would fence the successor back.
+
+The flows and ``zk-bridge offsets import/reset`` commit through this one class.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from concurrent.futures import Future
 
 from kafka import KafkaAdminClient, KafkaProducer
-from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
-from bridge.kafka import coordinators
+from bridge.kafka.calls import KafkaCallTimeout, bound_s, bounded
+from bridge.kafka.groups import fetch_offsets
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
+Offsets = Mapping[TopicPartition, int]
+
 
 class OffsetCommitter:
-    def __init__(self, admin: KafkaAdminClient, client_options: dict, transactional_id: str):
+    def __init__(
+        self,
+        admin: KafkaAdminClient,
+        client_options: dict,
+        transactional_id: str,
+        visible_within_s: float = 10.0,
+    ) -> None:
+        """``visible_within_s``: how long a commit waits for OffsetFetch to show it."""
         self.admin = admin
         self.client_options = client_options
         self.transactional_id = transactional_id
+        self.visible_within_s = visible_within_s
         self._producer: KafkaProducer | None = None
+        #: a transaction that outlived its bound; no other starts until it ended
+        self._unfinished: Future | None = None
 
-    def commit(self, group: str, offsets: dict[TopicPartition, int], direction: str) -> None:
-        """Commit ``offsets`` and wait until Kafka shows them (markers land after EndTxn)."""
-        if not offsets:
-            return
+    def commit(self, group: str, offsets: Offsets, direction: str) -> None:
+        """Commit ``offsets`` of one group and wait until Kafka shows them (at least them:
+        the group's own members may commit further meanwhile)."""
+        self.commit_groups({group: offsets}, direction)
+
+    def commit_groups(
+        self, per_group: Mapping[str, Offsets], direction: str, exact: bool = False
+    ) -> list[str]:
+        """Commit every group's offsets in one transaction, then wait until OffsetFetch
+        shows them (the commit markers land after EndTxn returns); ``exact`` wants the very
+        offsets (a reset may move them back), else at least them. Returns the groups that
+        did not show their commit within ``visible_within_s``."""
+        per_group = {g: dict(o) for g, o in per_group.items() if o}
+        if not per_group:
+            return []
+        if self._unfinished is not None and not self._unfinished.done():
+            raise KafkaCallTimeout("the previous offset transaction has not finished yet")
+        self._unfinished = None
+        try:
+            bounded("TxnOffsetCommit", self._transact, per_group, timeout_s=bound_s(self.admin))
+        except KafkaCallTimeout as exc:
+            self._unfinished = exc.pending
+            raise
+        late = self._await_visible(per_group, exact)
+        for group, offsets in per_group.items():
+            METRICS.offsets_copied.labels(direction=direction).inc(len(offsets))
+            log.info(
+                "committed offsets into Kafka",
+                extra={"group": group, "partitions": len(offsets), "direction": direction},
+            )
+        return late
+
+    def _transact(self, per_group: Mapping[str, Offsets]) -> None:
         if self._producer is None:
             self._producer = KafkaProducer(
-                transactional_id=self.transactional_id, **self.client_options
+                transactional_id=self.transactional_id,
+                max_block_ms=int(bound_s(self.admin) * 1000),
+                **self.client_options,
             )
             self._producer.init_transactions()
         self._producer.begin_transaction()
-        self._producer.send_offsets_to_transaction(
-            {
-                KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
-                for tp, o in offsets.items()
-            },
-            group,
-        )
+        for group, offsets in sorted(per_group.items()):
+            self._producer.send_offsets_to_transaction(
+                {
+                    KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
+                    for tp, o in offsets.items()
+                },
+                group,
+            )
         self._producer.commit_transaction()
-        want = {KafkaTP(tp.topic, tp.partition): o for tp, o in offsets.items()}
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                seen = self.admin.list_group_offsets({group: list(want)})[group]
-            except KafkaError as exc:
-                if not coordinators.moved(exc):
-                    raise
-                coordinators.forget(self.admin, [group])
-                time.sleep(0.1)
-                continue
-            if all(seen.get(tp) and seen[tp].offset >= o for tp, o in want.items()):
-                break
-            time.sleep(0.05)
-        METRICS.offsets_copied.labels(direction=direction).inc(len(offsets))
-        log.info(
-            "committed offsets into Kafka",
-            extra={"group": group, "partitions": len(offsets), "direction": direction},
-        )
+
+    def _await_visible(self, per_group: Mapping[str, Offsets], exact: bool) -> list[str]:
+        pending = {
+            g: {KafkaTP(tp.topic, tp.partition): o for tp, o in offsets.items()}
+            for g, offsets in per_group.items()
+        }
+        deadline = time.monotonic() + self.visible_within_s
+        while pending and time.monotonic() < deadline:
+            for group, want in list(pending.items()):
+                seen = fetch_offsets(self.admin, {group: list(want)}).get(group, {})
+                if all(_shows(seen.get(tp), o, exact) for tp, o in want.items()):
+                    del pending[group]
+            if pending:
+                time.sleep(0.05)
+        return sorted(pending)
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.close()
+            self._producer.close(timeout=5)
             self._producer = None
+
+
+def _shows(seen: OffsetAndMetadata | None, offset: int, exact: bool) -> bool:
+    if seen is None or seen.offset is None:
+        return False
+    return seen.offset == offset if exact else seen.offset >= offset

@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from bridge.kafka import coordinators
+from bridge.kafka.calls import KafkaCallTimeout, admin_call, retrying
 from bridge.kafka.coordinators import moved
 
 log = logging.getLogger(__name__)
@@ -82,43 +83,63 @@ class GroupFilter:
 
 def list_group_ids(admin: KafkaAdminClient) -> dict[str, str]:
     """Every group the cluster knows, with its protocol type."""
-    return {g["group_id"]: g.get("protocol_type") or "" for g in admin.list_groups()}
+    groups = admin_call(admin, "ListGroups", admin.list_groups)
+    return {g["group_id"]: g.get("protocol_type") or "" for g in groups}
 
 
 def read_offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
     """Committed offsets of many groups, (topic, partition) -> offset, in one OffsetFetch
     per coordinator; a group whose fetch fails maps to the error text instead."""
     raw = _offsets(admin, groups)
+    return {g: off if isinstance(off, str) else _committed(off) for g, off in raw.items()}
+
+
+def _committed(fetched: dict) -> dict[tuple[str, int], int]:
+    """OffsetFetch's answer for one group without the partitions that have no commit."""
     return {
-        g: off
-        if isinstance(off, str)
-        else {
-            (tp.topic, tp.partition): om.offset
-            for tp, om in off.items()
-            if om is not None and om.offset is not None and om.offset >= 0
-        }
-        for g, off in raw.items()
+        (tp.topic, tp.partition): om.offset
+        for tp, om in fetched.items()
+        if om is not None and om.offset is not None and om.offset >= 0
     }
 
 
+def fetch_offsets(admin: KafkaAdminClient, request: dict[str, list | None]) -> dict[str, dict]:
+    """kafka-python's ``list_group_offsets(request)``, bounded, and retried (forgetting the
+    cached coordinator) while the answer says a group's coordinator moved."""
+    for attempt in retrying(admin, request):
+        with attempt:
+            return admin_call(admin, "OffsetFetch", admin.list_group_offsets, request)
+    raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+def group_offsets(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]:
+    """One group's committed offsets in Kafka; partitions without a commit are left out."""
+    return _committed(fetch_offsets(admin, {group: None}).get(group, {}))
+
+
 def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
-    """Committed offsets of many groups; a group whose fetch fails maps to the error."""
+    """Committed offsets of many groups; a group whose fetch fails maps to the error.
+
+    When the batched fetch fails, each group is asked on its own, so one bad group does not
+    blind the others; not when Kafka did not answer at all (that would cost one bound per
+    group in a tick)."""
     if not groups:
         return {}
     try:
-        return admin.list_group_offsets({g: None for g in groups})
-    except KafkaError as exc:
-        if moved(exc):
-            coordinators.forget(admin, groups)
-        out: dict[str, dict | str] = {}
-        for g in groups:  # one bad group must not blind the others
-            try:
-                out[g] = admin.list_group_offsets({g: None})[g]
-            except KafkaError as exc:
-                if moved(exc):
-                    coordinators.forget(admin, [g])
-                out[g] = f"{type(exc).__name__}: {exc}"
-        return out
+        return fetch_offsets(admin, dict.fromkeys(groups))
+    except KafkaCallTimeout:
+        raise
+    except KafkaError:
+        pass
+    out: dict[str, dict | str] = {}
+    for g in groups:
+        try:
+            out[g] = fetch_offsets(admin, {g: None})[g]
+        except KafkaCallTimeout:
+            raise
+        except KafkaError as exc:
+            out[g] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def _not_found(error: object) -> bool:
@@ -131,12 +152,9 @@ def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, 
     ids = sorted(group_ids)
     if not ids:
         return {}
-    try:
-        described = admin.describe_groups(ids)
-    except KafkaError as exc:
-        if moved(exc):
-            coordinators.forget(admin, ids)
-        raise
+    for attempt in retrying(admin, ids):
+        with attempt:
+            described = admin_call(admin, "DescribeGroups", admin.describe_groups, ids)
     coordinators.forget(
         admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
     )
@@ -162,10 +180,6 @@ def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, 
             protocol_type=d.get("protocol_type") or "",
             protocol=d.get("protocol_data") or None,
             members=tuple(_member(m) for m in d.get("members", [])),
-            offsets={
-                (tp.topic, tp.partition): om.offset
-                for tp, om in off.items()
-                if om is not None and om.offset is not None and om.offset >= 0
-            },
+            offsets=_committed(off),
         )
     return views

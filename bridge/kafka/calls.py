@@ -1,0 +1,138 @@
+"""Every Kafka call the bridge makes has a bound, and one retry policy.
+
+kafka-python 3 runs an admin call as a coroutine on its IO thread and blocks the caller on
+an event *without a deadline*. Its own timeouts are per request (``request_timeout_ms``)
+and per connection setup (10 s, doubled after each failure up to 30 s), and one call can
+chain several of them: a broker that accepts connections but does not answer (the last
+KRaft broker shutting down without a quorum, a frozen JVM) held one DescribeQuorum for
+30 s, and with it the bridge's loop, so neither flow saw the outage as failures and
+``/readyz`` went stale (issue 12). ``bounded`` waits at most the call's bound and raises
+``KafkaCallTimeout`` after it; the call itself goes on on kafka-python's side until its own
+timeouts end it, in a daemon worker that holds nothing of the bridge.
+
+``retrying`` is the one retry policy for calls worth repeating within a tick: answers that
+say a group's coordinator moved (``coordinators.moved``) are retried after forgetting the
+cached coordinator, a few times, with a short backoff (tenacity).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TypeVar
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError, KafkaTimeoutError
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
+
+from bridge.kafka import coordinators
+
+T = TypeVar("T")
+
+#: abandoned calls (past their bound, still running in kafka-python) allowed at once; past
+#: this a new call fails at once instead of adding a thread per tick while Kafka hangs
+MAX_ABANDONED = 8
+
+
+class KafkaCallTimeout(KafkaTimeoutError):
+    """A Kafka call did not return within its bound; ``pending`` is the call, still running
+    (None when it was not sent)."""
+
+    def __init__(self, message: str, pending: Future | None = None) -> None:
+        super().__init__(message)
+        self.pending = pending
+
+
+class _Pending:
+    """Calls past their bound that kafka-python has not finished yet."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+
+_PENDING = _Pending()
+
+
+def bound_s(admin: KafkaAdminClient) -> float:
+    """The bound of one call through ``admin``: its ``kafka.request_timeout_ms``."""
+    return admin.config["request_timeout_ms"] / 1000
+
+
+def bounded(what: str, call: Callable[..., T], *args: object, timeout_s: float) -> T:
+    """``call(*args)``, or ``KafkaCallTimeout`` once ``timeout_s`` passed without an answer."""
+    if _PENDING.count >= MAX_ABANDONED:
+        raise KafkaCallTimeout(
+            f"{what} not sent: {_PENDING.count} earlier Kafka calls have not returned yet"
+        )
+    result: Future[T] = Future()
+    abandoned = threading.Event()
+
+    def run() -> None:
+        try:
+            result.set_result(call(*args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            result.set_exception(exc)
+        with _PENDING.lock:
+            if abandoned.is_set():
+                _PENDING.count -= 1
+
+    threading.Thread(target=run, name=f"kafka-call {what}", daemon=True).start()
+    try:
+        return result.result(timeout=timeout_s)
+    except FutureTimeout:
+        with _PENDING.lock:
+            if not result.done():
+                abandoned.set()
+                _PENDING.count += 1
+        if result.done():  # answered in the moment between the timeout and the lock
+            return result.result()
+        raise KafkaCallTimeout(
+            f"{what}: no answer from Kafka within {timeout_s:g}s", result
+        ) from None
+
+
+def _default_bound(admin: KafkaAdminClient | None) -> float:
+    return 10.0 if admin is None else bound_s(admin)
+
+
+def admin_call(admin: KafkaAdminClient, what: str, call: Callable[..., T], *args: object) -> T:
+    """One admin call bounded by the admin client's request timeout."""
+    return bounded(what, call, *args, timeout_s=bound_s(admin))
+
+
+def retrying(
+    admin: KafkaAdminClient | None,
+    groups: Iterable[str],
+    attempts: int = 3,
+    within_s: float | None = None,
+) -> Retrying:
+    """The retry policy for group calls: retry an error that says the coordinator moved
+    (forgetting the cached one first, so the next attempt looks it up), ``attempts`` times
+    at most and within ``within_s`` (the admin's request timeout by default; ``admin`` None:
+    no client whose cache to clear)."""
+    names = list(groups)
+
+    def moved(exc: BaseException) -> bool:
+        if isinstance(exc, KafkaCallTimeout) or not isinstance(exc, KafkaError):
+            return False
+        if not coordinators.moved(exc):
+            return False
+        if admin is not None:
+            coordinators.forget(admin, names)
+        return True
+
+    return Retrying(
+        retry=retry_if_exception(moved),
+        stop=stop_after_attempt(attempts) | stop_after_delay(within_s or _default_bound(admin)),
+        wait=wait_exponential(multiplier=0.05, max=1),
+        reraise=True,
+    )
