@@ -18,7 +18,7 @@ from enum import StrEnum
 
 import zkpaths
 from bridge.decide.plan import Desired, Node
-from bridge.kafka.groups import GroupView
+from bridge.kafka.views import GroupView
 from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 from zkpaths.names import topic_problem
 

@@ -25,24 +25,9 @@ from dataclasses import dataclass, field
 import zkpaths
 from bridge.decide.groups import registration_data
 from bridge.decide.plan import Desired, Node
+from bridge.kafka.views import JoinedGeneration, KafkaMember
 from zkpaths import TopicPartition
 from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
-
-
-@dataclass(frozen=True)
-class KafkaMember:
-    member_id: str
-    group_instance_id: str | None
-    topics: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class JoinedGeneration:
-    """A generation whose join phase completed: its members and their range assignment."""
-
-    generation_id: int
-    members: tuple[KafkaMember, ...]
-    assignment: dict[TopicPartition, str]  # partition -> member id
 
 
 @dataclass(frozen=True)

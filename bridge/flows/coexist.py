@@ -29,8 +29,8 @@ from bridge.decide.handover import (
 )
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import GroupView
 from bridge.kafka.proxy import ProxyMember, ProxyPool
+from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition

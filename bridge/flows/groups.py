@@ -31,14 +31,9 @@ from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import (
-    GroupFilter,
-    GroupView,
-    list_group_ids,
-    read_groups,
-    read_offsets,
-)
+from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups, read_offsets
 from bridge.kafka.proxy import PROXY_CLIENT_ID
+from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import answer_sync, create_record, read_records

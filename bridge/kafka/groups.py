@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -18,34 +17,9 @@ from kafka.errors import KafkaError
 from bridge.kafka import coordinators
 from bridge.kafka.calls import KafkaCallTimeout, admin_call, retrying
 from bridge.kafka.coordinators import moved
+from bridge.kafka.views import GroupView, MemberView
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class MemberView:
-    member_id: str
-    client_id: str
-    client_host: str
-    #: subscribed topics; None when the member's metadata could not be decoded
-    topics: tuple[str, ...] | None
-    #: assigned partitions per topic; None when the assignment could not be decoded
-    assignment: dict[str, tuple[int, ...]] | None
-    #: static membership (KIP-345): the member's group.instance.id
-    group_instance_id: str | None = None
-
-
-@dataclass(frozen=True)
-class GroupView:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str | None
-    members: tuple[MemberView, ...] = ()
-    #: committed offsets (the next offset to consume) per (topic, partition)
-    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
-    #: set when the group could not be read; the group is then left as it is in ZooKeeper
-    error: str | None = None
 
 
 def _member(m: dict) -> MemberView:

@@ -30,7 +30,7 @@ from kafka.protocol.consumer.metadata import (
 )
 from kafka.structs import MemberState
 
-from bridge.decide.handover import KafkaMember
+from bridge.kafka.views import KafkaMember
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 

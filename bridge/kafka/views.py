@@ -1,11 +1,15 @@
 """What the bridge knows of Kafka at one moment: plain data, no client objects.
 
-Flows decide from these snapshots alone, which keeps the decisions pure and testable.
+Flows decide from these snapshots alone, which keeps the decisions pure and testable:
+``bridge.decide`` imports these types and nothing of the Kafka edge that reads them
+(``cluster.py``, ``groups.py``, ``proxy.py``), so no decision imports a network client.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from zkpaths import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,52 @@ class ClusterView:
     #: live brokers whose endpoint on the legacy listener is not known (yet): their
     #: registration is left as it is, neither rewritten nor deleted
     unsettled_brokers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """One member of a Kafka group as DescribeGroups shows it (flow F2 mirrors it)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    #: subscribed topics; None when the member's metadata could not be decoded
+    topics: tuple[str, ...] | None
+    #: assigned partitions per topic; None when the assignment could not be decoded
+    assignment: dict[str, tuple[int, ...]] | None
+    #: static membership (KIP-345): the member's group.instance.id
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """One classic consumer group: DescribeGroups plus its committed offsets (F2/F3)."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str | None
+    members: tuple[MemberView, ...] = ()
+    #: committed offsets (the next offset to consume) per (topic, partition)
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: set when the group could not be read; the group is then left as it is in ZooKeeper
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class KafkaMember:
+    """A member of a generation as its JoinGroup response lists it to the leader (a bridge
+    proxy or a new consumer): what the hand-over gate computes the range assignment from."""
+
+    member_id: str
+    group_instance_id: str | None
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JoinedGeneration:
+    """A generation whose join phase completed: its members and their range assignment."""
+
+    generation_id: int
+    members: tuple[KafkaMember, ...]
+    assignment: dict[TopicPartition, str]  # partition -> member id
