@@ -112,35 +112,15 @@ def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[tuple[st
     Topics that no longer exist are left out: the audit reports their offsets as pointing at
     a missing partition rather than guessing an end.
     """
-    from kafka import TopicPartition
-    from kafka.admin import OffsetSpec
-    from kafka.errors import KafkaError, UnknownBrokerIdError
+    from bridge.kafka.cluster import partition_counts
+    from bridge.kafka.offsets import log_ends
 
     if topics is None:
         names = [t for t in admin.list_topics() if not t.startswith("__")]
     else:
         names = sorted(set(topics))
-    if not names:
-        return {}
-    specs = {}
-    for desc in admin.describe_topics(names):
-        if desc["error_code"] != 0:
-            continue
-        for p in desc["partitions"]:
-            specs[TopicPartition(desc["name"], p["partition_index"])] = OffsetSpec.LATEST
-    if not specs:
-        return {}
-    for attempt in range(10):
-        try:
-            got = admin.list_partition_offsets(specs)
-            return {(tp.topic, tp.partition): ot.offset for tp, ot in got.items()}
-        except KafkaError as exc:
-            # a young cluster or topic: a leader the metadata does not name yet, a broker
-            # the client has not heard of; anything else is for the caller
-            if not (exc.retriable or isinstance(exc, UnknownBrokerIdError)) or attempt == 9:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    return {}
+    counts = partition_counts(admin, names)
+    return dict(log_ends(admin, [(t, p) for t, n in counts.items() for p in range(n)]))
 
 
 # -- files -------------------------------------------------------------------------------------

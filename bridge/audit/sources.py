@@ -132,9 +132,11 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
     appended meanwhile: ``partitions``, per partition ``start`` and ``end`` (the last stable
     offset), and ``offsets_span``.
     """
-    from kafka import KafkaAdminClient, TopicPartition
-    from kafka.admin import OffsetSpec
+    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
+
+    from bridge.kafka.offsets import log_offsets
+    from zkpaths import TopicPartition
 
     opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
     opts.setdefault("request_timeout_ms", 10000)
@@ -161,19 +163,17 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
         tps = [
             TopicPartition(dumpmod.OFFSETS_TOPIC, p["partition_index"]) for p in desc["partitions"]
         ]
-        first = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
+        first = log_offsets(admin, tps, "earliest")
         # the last stable offset: records of open transactions are not read (read_committed)
-        last = admin.list_partition_offsets(
-            {tp: OffsetSpec.LATEST for tp in tps}, isolation_level="read_committed"
-        )
-        held = sum(last[tp].offset - first[tp].offset for tp in tps)
+        last = log_offsets(admin, tps, "latest", read_committed=True)
+        held = sum(last[tp] - first[tp] for tp in tps)
         if held == 0:
             raise AuditError(f"{dumpmod.OFFSETS_TOPIC} on {bootstrap} holds no records", 4)
         # every pass of the job reads exactly these ranges, whatever is appended meanwhile
         return {
             "partitions": sorted(tp.partition for tp in tps),
-            "start": {str(tp.partition): first[tp].offset for tp in tps},
-            "end": {str(tp.partition): last[tp].offset for tp in tps},
+            "start": {str(tp.partition): first[tp] for tp in tps},
+            "end": {str(tp.partition): last[tp] for tp in tps},
             "offsets_span": held,
         }
     except KafkaError as exc:

@@ -12,8 +12,7 @@ import uuid
 from dataclasses import asdict, dataclass
 
 from kafka import KafkaAdminClient
-from kafka.admin import OffsetSpec
-from kafka.structs import TopicPartition as KafkaTP
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from tqdm import tqdm
@@ -28,6 +27,8 @@ from bridge.decide.migration import (
     gates,
 )
 from bridge.decide.plan import Create, SetData
+from bridge.kafka.groups import describe_group, group_offsets, list_group_ids
+from bridge.kafka.offsets import log_ends
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
 from bridge.zookeeper.writer import BatchRejected, OperatorWriter
@@ -77,7 +78,7 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
     every_topic: dict[str, None] = {group: None}
     zk_offsets = {tp: n.offset for tp, n in reader.offsets(every_topic)[group].items()}
     zk_owners = reader.owners(every_topic)[group]
-    desc = admin.describe_groups([group]).get(group) or {}
+    desc = describe_group(admin, group)
     proxies: set[str] = set()
     new: dict[str, str] = {}
     kafka_owners: dict[TopicPartition, str] = {}
@@ -94,14 +95,9 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
             for p in a["partitions"]:
                 kafka_owners[TopicPartition(a["topic"], p)] = spelled
     try:
-        committed = admin.list_group_offsets({group: None})[group]
-    except Exception:  # noqa: BLE001 - a group unknown to Kafka has no offsets there
-        committed = {}
-    kafka_offsets = {
-        TopicPartition(tp.topic, tp.partition): om.offset
-        for tp, om in committed.items()
-        if om is not None and om.offset >= 0
-    }
+        kafka_offsets = {TopicPartition(*k): o for k, o in group_offsets(admin, group).items()}
+    except KafkaError:  # a group unknown to Kafka has no offsets there
+        kafka_offsets = {}
     return GroupState(
         group,
         mode,
@@ -115,15 +111,6 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
         zk_owners,
         kafka_owners,
     )
-
-
-def log_ends(admin: KafkaAdminClient, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
-    if not tps:
-        return {}
-    ends = admin.list_partition_offsets(
-        {KafkaTP(tp.topic, tp.partition): OffsetSpec.LATEST for tp in tps}
-    )
-    return {TopicPartition(tp.topic, tp.partition): v.offset for tp, v in ends.items()}
 
 
 def total_lag(state: GroupState, ends: dict[TopicPartition, int]) -> int:
@@ -164,7 +151,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
     settings, zk, admin = _open(args)
     try:
         records = read_records(zk, settings.bridge.root)
-        names = set(records) | {g["group_id"] for g in admin.list_groups()}
+        names = set(records) | set(list_group_ids(admin))
         names |= set(ConsumerTreeReader(zk).groups())
         rows = []
         for g in sorted(names):

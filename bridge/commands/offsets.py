@@ -37,7 +37,6 @@ import re
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -165,52 +164,30 @@ def zk_live_ids(zk: KazooClient, group: str) -> list[str]:
 
 def partition_counts(admin: KafkaAdminClient, topics: Iterable[str]) -> dict[str, int]:
     """Existing topics among ``topics`` with their number of partitions."""
-    names = sorted(set(topics))
-    if not names:
-        return {}
-    return {
-        d["name"]: len(d["partitions"])
-        for d in admin.describe_topics(names)
-        if d["error_code"] == 0 and d["partitions"]
-    }
+    from bridge.kafka.cluster import partition_counts as counts
+
+    return counts(admin, topics)
 
 
 def log_offsets(admin: KafkaAdminClient, tps: Iterable[tuple[str, int]], spec: str) -> dict:
     """Earliest or latest offset of each partition (``spec`` = "earliest" | "latest")."""
-    from kafka import TopicPartition
-    from kafka.admin import OffsetSpec
-    from kafka.errors import UnknownTopicOrPartitionError
+    from bridge.kafka.offsets import log_offsets as offsets
 
-    want = {
-        TopicPartition(t, p): OffsetSpec.EARLIEST if spec == "earliest" else OffsetSpec.LATEST
-        for t, p in tps
-    }
-    if not want:
-        return {}
-    for attempt in range(10):
-        try:
-            got = admin.list_partition_offsets(want)
-            return {(tp.topic, tp.partition): o.offset for tp, o in got.items()}
-        except UnknownTopicOrPartitionError:  # a leader that does not know a new topic yet
-            if attempt == 9:
-                raise
-            time.sleep(0.2 * (attempt + 1))
-    return {}
+    return offsets(admin, tps, "earliest" if spec == "earliest" else "latest")
 
 
 def kafka_group_offsets(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]:
     """A group's committed offsets in Kafka; partitions without a commit are left out."""
-    got = admin.list_group_offsets({group: None}).get(group, {})
-    return {
-        (tp.topic, tp.partition): om.offset
-        for tp, om in got.items()
-        if om is not None and om.offset is not None and om.offset >= 0
-    }
+    from bridge.kafka.groups import group_offsets
+
+    return group_offsets(admin, group)
 
 
 def kafka_live(admin: KafkaAdminClient, group: str) -> str | None:
     """Why the Kafka group counts as live (state and members), or None when Empty/Dead."""
-    desc = admin.describe_groups([group]).get(group) or {}
+    from bridge.kafka.groups import describe_group
+
+    desc = describe_group(admin, group)
     if desc.get("error"):
         return f"Kafka cannot describe it ({desc['error']})"
     state = desc.get("group_state") or "Unknown"
@@ -222,41 +199,26 @@ def kafka_live(admin: KafkaAdminClient, group: str) -> str | None:
 
 
 def write_kafka(settings: Settings, admin: KafkaAdminClient, targets: Mapping[Key, int]) -> None:
-    """One transactional offset commit for every group, then wait until OffsetFetch shows
-    it: the commit markers are written after EndTxn returns."""
-    from kafka import KafkaProducer, TopicPartition
-    from kafka.structs import OffsetAndMetadata
+    """One transactional offset commit for every group (``bridge.kafka.commit``, as the
+    bridge commits), then wait until OffsetFetch shows exactly these offsets."""
+    from bridge.kafka.commit import OffsetCommitter
+    from zkpaths import TopicPartition
 
-    per_group: dict[str, dict] = {}
+    per_group: dict[str, dict[TopicPartition, int]] = {}
     for (g, t, p), o in targets.items():
         per_group.setdefault(g, {})[TopicPartition(t, p)] = o
-    if not per_group:
-        return
-    producer = KafkaProducer(transactional_id=TRANSACTIONAL_ID, **settings.kafka.client_options())
+    committer = OffsetCommitter(
+        admin, settings.kafka.client_options(), TRANSACTIONAL_ID, KAFKA_VISIBLE_S
+    )
     try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        for group, offsets in sorted(per_group.items()):
-            producer.send_offsets_to_transaction(
-                {tp: OffsetAndMetadata(o, "", -1) for tp, o in offsets.items()}, group
-            )
-        producer.commit_transaction()
+        late = committer.commit_groups(per_group, "command", exact=True)
     finally:
-        producer.close(timeout=5)
-    deadline = time.monotonic() + KAFKA_VISIBLE_S
-    pending = dict(per_group)
-    while pending:
-        for group, offsets in list(pending.items()):
-            seen = admin.list_group_offsets({group: list(offsets)}).get(group, {})
-            if all(seen.get(tp) is not None and seen[tp].offset == o for tp, o in offsets.items()):
-                del pending[group]
-        if pending and time.monotonic() > deadline:
-            raise Failure(
-                f"Kafka accepted the commit but OffsetFetch of {', '.join(sorted(pending))} "
-                f"did not show it within {KAFKA_VISIBLE_S:.0f}s"
-            )
-        if pending:
-            time.sleep(0.1)
+        committer.close()
+    if late:
+        raise Failure(
+            f"Kafka accepted the commit but OffsetFetch of {', '.join(late)} "
+            f"did not show it within {KAFKA_VISIBLE_S:.0f}s"
+        )
 
 
 # -- output ------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ KRaft broker shutting down without a quorum, a frozen JVM) held one DescribeQuor
 ``KafkaCallTimeout`` after it; the call itself goes on on kafka-python's side until its own
 timeouts end it, in a daemon worker that holds nothing of the bridge.
 
-``retrying`` is the one retry policy for calls worth repeating within a tick: answers that
-say a group's coordinator moved (``coordinators.moved``) are retried after forgetting the
-cached coordinator, a few times, with a short backoff (tenacity).
+``retrying`` is the one retry policy (tenacity) for every Kafka call of the bridge and its
+commands: retriable answers a few times within a bound, a moved coordinator forgotten first
+(``coordinators``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 from kafka import KafkaAdminClient
-from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.errors import KafkaError, KafkaTimeoutError, UnknownBrokerIdError
 from tenacity import (
     Retrying,
     retry_if_exception,
@@ -111,27 +111,29 @@ def admin_call(admin: KafkaAdminClient, what: str, call: Callable[..., T], *args
 
 def retrying(
     admin: KafkaAdminClient | None,
-    groups: Iterable[str],
+    groups: Iterable[str] = (),
     attempts: int = 3,
     within_s: float | None = None,
 ) -> Retrying:
-    """The retry policy for group calls: retry an error that says the coordinator moved
-    (forgetting the cached one first, so the next attempt looks it up), ``attempts`` times
-    at most and within ``within_s`` (the admin's request timeout by default; ``admin`` None:
-    no client whose cache to clear)."""
+    """The one retry policy of a Kafka call: retry what Kafka calls retriable (a coordinator
+    that moved or is loading, a leader or broker the metadata does not name yet, a lost
+    connection) and a broker id the client has not heard of yet (a young cluster), at most
+    ``attempts`` times and within ``within_s`` (the admin's request timeout by default), with
+    a short exponential backoff. When the error says a group's coordinator moved, the cached
+    coordinator of ``groups`` is dropped first, so the next attempt looks it up. A call that
+    outlived its bound is not retried: Kafka did not answer, and the tick must go on.
+    ``admin`` None: no client whose cache to clear."""
     names = list(groups)
 
-    def moved(exc: BaseException) -> bool:
+    def worth_retrying(exc: BaseException) -> bool:
         if isinstance(exc, KafkaCallTimeout) or not isinstance(exc, KafkaError):
             return False
-        if not coordinators.moved(exc):
-            return False
-        if admin is not None:
+        if admin is not None and names and coordinators.moved(exc):
             coordinators.forget(admin, names)
-        return True
+        return bool(exc.retriable) or isinstance(exc, UnknownBrokerIdError)
 
     return Retrying(
-        retry=retry_if_exception(moved),
+        retry=retry_if_exception(worth_retrying),
         stop=stop_after_attempt(attempts) | stop_after_delay(within_s or _default_bound(admin)),
         wait=wait_exponential(multiplier=0.05, max=1),
         reraise=True,

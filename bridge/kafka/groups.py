@@ -116,6 +116,15 @@ def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str
     return out
 
 
+def describe_group(admin: KafkaAdminClient, group: str) -> dict:
+    """DescribeGroups of one group as kafka-python answers it (``error`` set when the
+    coordinator refused), bounded and retried while its coordinator moves."""
+    for attempt in retrying(admin, [group]):
+        with attempt:
+            described = admin_call(admin, "DescribeGroups", admin.describe_groups, [group])
+    return described.get(group) or {}
+
+
 def _not_found(error: object) -> bool:
     """A describe error that says only that the group does not exist."""
     return error is not None and "GroupIdNotFound" in str(error)

@@ -6,7 +6,12 @@ import threading
 import time
 
 import pytest
-from kafka.errors import GroupAuthorizationFailedError, NotCoordinatorError
+from kafka.errors import (
+    GroupAuthorizationFailedError,
+    NotCoordinatorError,
+    UnknownBrokerIdError,
+    UnknownTopicOrPartitionError,
+)
 
 from bridge.kafka import calls
 from bridge.kafka.calls import KafkaCallTimeout, bounded, retrying
@@ -66,6 +71,11 @@ def attempt(policy, call):
         with a:
             return call()
     raise AssertionError("unreachable")
+
+
+def test_retriable_answers_and_a_broker_not_yet_known_are_retried():
+    errors = [UnknownTopicOrPartitionError("t"), UnknownBrokerIdError(3)]
+    assert attempt(retrying(None, within_s=5), _failing(errors)) == "answer"
 
 
 def test_a_moved_coordinator_is_retried_a_few_times():
