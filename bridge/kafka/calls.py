@@ -17,6 +17,7 @@ commands: retriable answers a few times within a bound, a moved coordinator forg
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
@@ -51,15 +52,40 @@ class KafkaCallTimeout(KafkaTimeoutError):
         self.pending = pending
 
 
-class _Pending:
-    """Calls past their bound that kafka-python has not finished yet."""
+class _Workers:
+    """Long-lived daemon threads that run the calls. A thread per call would be created and
+    destroyed several times a second while Kafka is down, and a thread dying while
+    ``faulthandler`` dumps every thread (the bridge's SIGUSR1) can crash the interpreter:
+    seen once here, a segfault in such a dump during an outage."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self.lock = threading.Lock()
+        self.threads = 0
+        self.idle = 0
+        #: calls past their bound that kafka-python has not finished yet
+        self.abandoned = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self.lock:
+            if self.idle == 0:
+                self.threads += 1
+                self.idle += 1
+                threading.Thread(
+                    target=self._work, name=f"kafka-call-{self.threads}", daemon=True
+                ).start()
+            self.idle -= 1  # reserved for this job
+        self.jobs.put(job)
+
+    def _work(self) -> None:
+        while True:
+            job = self.jobs.get()
+            job()
+            with self.lock:
+                self.idle += 1
 
 
-_PENDING = _Pending()
+_WORKERS = _Workers()
 
 
 def bound_s(admin: KafkaAdminClient) -> float:
@@ -69,9 +95,9 @@ def bound_s(admin: KafkaAdminClient) -> float:
 
 def bounded(what: str, call: Callable[..., T], *args: object, timeout_s: float) -> T:
     """``call(*args)``, or ``KafkaCallTimeout`` once ``timeout_s`` passed without an answer."""
-    if _PENDING.count >= MAX_ABANDONED:
+    if _WORKERS.abandoned >= MAX_ABANDONED:
         raise KafkaCallTimeout(
-            f"{what} not sent: {_PENDING.count} earlier Kafka calls have not returned yet"
+            f"{what} not sent: {_WORKERS.abandoned} earlier Kafka calls have not returned yet"
         )
     result: Future[T] = Future()
     abandoned = threading.Event()
@@ -81,18 +107,18 @@ def bounded(what: str, call: Callable[..., T], *args: object, timeout_s: float) 
             result.set_result(call(*args))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             result.set_exception(exc)
-        with _PENDING.lock:
+        with _WORKERS.lock:
             if abandoned.is_set():
-                _PENDING.count -= 1
+                _WORKERS.abandoned -= 1
 
-    threading.Thread(target=run, name=f"kafka-call {what}", daemon=True).start()
+    _WORKERS.submit(run)
     try:
         return result.result(timeout=timeout_s)
     except FutureTimeout:
-        with _PENDING.lock:
+        with _WORKERS.lock:
             if not result.done():
                 abandoned.set()
-                _PENDING.count += 1
+                _WORKERS.abandoned += 1
         if result.done():  # answered in the moment between the timeout and the lock
             return result.result()
         raise KafkaCallTimeout(

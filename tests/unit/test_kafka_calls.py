@@ -29,14 +29,22 @@ def test_a_call_without_an_answer_ends_at_its_bound_and_is_counted_until_it_retu
     with pytest.raises(KafkaCallTimeout, match="hang: no answer from Kafka within 0.2s") as err:
         bounded("hang", release.wait, 30, timeout_s=0.2)
     assert 0.2 <= time.monotonic() - t0 < 2
-    assert calls._PENDING.count == 1
+    assert calls._WORKERS.abandoned == 1
     assert err.value.pending is not None and not err.value.pending.done()
     release.set()
     err.value.pending.result(timeout=5)
     deadline = time.monotonic() + 5
-    while calls._PENDING.count and time.monotonic() < deadline:
+    while calls._WORKERS.abandoned and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert calls._PENDING.count == 0
+    assert calls._WORKERS.abandoned == 0
+
+
+def test_calls_reuse_their_worker_threads():
+    """A thread per call would come and go several times a second while Kafka is down."""
+    before = calls._WORKERS.threads
+    for n in range(50):
+        assert bounded("echo", str, n, timeout_s=5) == str(n)
+    assert calls._WORKERS.threads - before <= 1
 
 
 def test_past_the_abandoned_calls_allowed_a_call_is_not_even_started():
@@ -52,7 +60,7 @@ def test_past_the_abandoned_calls_allowed_a_call_is_not_even_started():
     finally:
         release.set()
     deadline = time.monotonic() + 5
-    while calls._PENDING.count and time.monotonic() < deadline:
+    while calls._WORKERS.abandoned and time.monotonic() < deadline:
         time.sleep(0.01)
     assert bounded("again", started.append, 1, timeout_s=5) is None and started == [1]
 
