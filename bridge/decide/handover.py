@@ -136,6 +136,67 @@ def withheld(gen: JoinedGeneration, gate: Gate) -> dict[TopicPartition, str]:
     return {tp: m for tp, m in gen.assignment.items() if tp not in gate.waiting}
 
 
+# ---- the held SyncGroup, as a state machine: pending -> released | withheld -> retried ----
+
+
+@dataclass
+class PendingSync:
+    """A leader proxy holding its SyncGroup (pending) since ``since`` (monotonic seconds),
+    until ``decided`` is set: the assignment it then sends (released, or withheld)."""
+
+    generation_id: int
+    members: tuple[KafkaMember, ...]
+    since: float
+    decided: dict[TopicPartition, str] | None = None
+
+
+@dataclass(frozen=True)
+class HeldStep:
+    """One pass over a pending SyncGroup. The flow commits ``gate.offsets_to_kafka`` first
+    (the old owners' final offsets), then sets ``release`` as the decision if it is not None;
+    ``timed_out``: released at the deadline with ``gate.waiting`` withheld, so the group is
+    to be retried (``retry_withheld``) once those partitions are free."""
+
+    gen: JoinedGeneration
+    gate: Gate
+    release: dict[TopicPartition, str] | None
+    timed_out: bool = False
+
+
+def step_held_sync(
+    group: str,
+    pending: PendingSync,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+    partitions: Mapping[str, int],
+    now: float,
+    max_hold_s: float,
+) -> HeldStep:
+    """Keep holding, release the range assignment (the hand-over is safe), or, past
+    ``max_hold_s`` (Kafka allows the leader only the rebalance timeout), release it without
+    the partitions whose old owners still hold them."""
+    gen = JoinedGeneration(
+        pending.generation_id, pending.members, range_assignment(pending.members, partitions)
+    )
+    gate = sync_gate(group, gen, zk, kafka_offsets)
+    if gate.ready:
+        return HeldStep(gen, gate, gen.assignment)
+    if now - pending.since > max_hold_s:
+        return HeldStep(gen, gate, withheld(gen, gate), timed_out=True)
+    return HeldStep(gen, gate, None)
+
+
+def retry_withheld(
+    group: str,
+    gen: JoinedGeneration,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+) -> bool:
+    """A group whose assignment was withheld rebalances again (its leader proxy rejoins)
+    once no partition of the running generation waits for an old owner any more."""
+    return not sync_gate(group, gen, zk, kafka_offsets).waiting
+
+
 @dataclass
 class MixedDecision:
     desired: dict[str, Desired] = field(default_factory=dict)

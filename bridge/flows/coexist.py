@@ -10,22 +10,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
 
 import zkpaths
 from bridge.decide.handover import (
+    HeldStep,
     JoinedGeneration,
     KafkaMember,
     OwnerNode,
+    PendingSync,
     ZkGroupState,
     decide_mixed_group,
-    range_assignment,
     range_mismatch,
-    sync_gate,
-    withheld,
+    retry_withheld,
+    step_held_sync,
 )
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.commit import OffsetCommitter
@@ -36,16 +36,6 @@ from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PendingSync:
-    """A leader proxy waiting in its join: the generation and, once decided, the target."""
-
-    generation_id: int
-    members: tuple[KafkaMember, ...]
-    since: float = field(default_factory=time.monotonic)
-    decided: dict[TopicPartition, str] | None = None
 
 
 class Coexistence:
@@ -76,7 +66,7 @@ class Coexistence:
 
     # ---- the leader gate, on the proxies' IO loop -------------------------------------------
     async def leader_gate(self, proxy: ProxyMember, generation_id: int, members):
-        request = PendingSync(generation_id, members)
+        request = PendingSync(generation_id, members, time.monotonic())
         with self._lock:
             self.pending[proxy.group_id] = request
         log.info(
@@ -176,36 +166,14 @@ class Coexistence:
         with self._lock:
             pending = self.pending.get(group)
         if pending is not None and pending.decided is None:
-            gen = JoinedGeneration(
-                pending.generation_id,
-                pending.members,
-                range_assignment(pending.members, partitions),
+            step = step_held_sync(
+                group, pending, state, kafka_offsets, partitions, time.monotonic(), self.max_hold_s
             )
-            gate = sync_gate(group, gen, state, kafka_offsets)
-            if gate.offsets_to_kafka:
-                self._commit_to_kafka(group, gate.offsets_to_kafka)
-            if gate.ready:
-                pending.decided = gen.assignment
-                log.info(
-                    "hand-over safe; leader sends SyncGroup",
-                    extra={
-                        "group": group,
-                        "generation": gen.generation_id,
-                        "held_s": round(time.monotonic() - pending.since, 3),
-                    },
-                )
-                METRICS.handover_hold.observe(time.monotonic() - pending.since)
-            elif time.monotonic() - pending.since > self.max_hold_s:
-                pending.decided = withheld(gen, gate)
-                self.retry.add(group)
-                METRICS.gate_timeouts.labels(group=group).inc()
-                self.report(
-                    group,
-                    f"old owners did not release {sorted(map(str, gate.waiting))} "
-                    f"within {self.max_hold_s}s; those partitions are withheld and the "
-                    "group rebalances again once they are free",
-                    "gate_timeout",
-                )
+            gen = step.gen
+            if step.gate.offsets_to_kafka:
+                self._commit_to_kafka(group, step.gate.offsets_to_kafka)
+            if step.release is not None:
+                self._release(group, pending, step)
         elif self._check_protocol(group, view):
             return None  # the two worlds cannot share this group; reported, nothing written
         elif view is not None and view.state == "Stable" and not view.error:
@@ -219,7 +187,7 @@ class Coexistence:
                 for p in ps
             }
             gen = JoinedGeneration(-1, members, assignment)
-            if group in self.retry and not sync_gate(group, gen, state, kafka_offsets).waiting:
+            if group in self.retry and retry_withheld(group, gen, state, kafka_offsets):
                 self._rejoin_leader(group)
             self._check_leadership(group, view, state)
             if group not in self.retry:  # a withheld assignment is reported as gate_timeout
@@ -230,6 +198,31 @@ class Coexistence:
         for problem in decision.problems:
             self.report(group, problem, "partial")
         return decision.desired
+
+    def _release(self, group: str, pending: PendingSync, step: HeldStep) -> None:
+        """The leader proxy sends ``step.release``: say so, and remember a withheld group."""
+        held_s = time.monotonic() - pending.since
+        pending.decided = step.release
+        if not step.timed_out:
+            log.info(
+                "hand-over safe; leader sends SyncGroup",
+                extra={
+                    "group": group,
+                    "generation": step.gen.generation_id,
+                    "held_s": round(held_s, 3),
+                },
+            )
+            METRICS.handover_hold.observe(held_s)
+            return
+        self.retry.add(group)
+        METRICS.gate_timeouts.labels(group=group).inc()
+        self.report(
+            group,
+            f"old owners did not release {sorted(map(str, step.gate.waiting))} "
+            f"within {self.max_hold_s}s; those partitions are withheld and the "
+            "group rebalances again once they are free",
+            "gate_timeout",
+        )
 
     def _check_leadership(self, group: str, view: GroupView, state: ZkGroupState) -> None:
         """Surface the one case the gate cannot cover: a new member leads the group."""

@@ -13,9 +13,12 @@ from bridge.decide.handover import (
     JoinedGeneration,
     KafkaMember,
     OwnerNode,
+    PendingSync,
     ZkGroupState,
     decide_mixed_group,
     range_assignment,
+    retry_withheld,
+    step_held_sync,
     sync_gate,
     withheld,
 )
@@ -219,3 +222,36 @@ def test_every_interleaving_of_a_leave_keeps_i1_and_completes():
     # and the old consumer never restarts from before where the new member stopped
     assert explore(start, leave_moves, lambda w: w.old_fetching and w.zk_offset < 23) == 0
     assert finals > 0, "the old consumer must get the partition back at the new offset"
+
+
+# ---- the held SyncGroup: pending -> released | withheld -> retried -------------------
+
+
+def held(since: float = 100.0) -> PendingSync:
+    return PendingSync(7, (PROXY, NEW), since)
+
+
+def test_a_held_sync_keeps_holding_while_the_old_owner_holds_the_partition():
+    state = ZkGroupState(frozenset({OLD}), {P1: OwnerNode(OLD, False)}, {P1: 40})
+    step = step_held_sync(G, held(), state, {}, {T: 2}, now=110.0, max_hold_s=15)
+    assert step.release is None and not step.timed_out
+    assert step.gen.generation_id == 7 and step.gate.waiting == {P1: OLD}
+
+
+def test_a_held_sync_is_released_with_the_range_assignment_once_safe():
+    state = ZkGroupState(frozenset({OLD}), {P1: OwnerNode(NEW_THREAD, True)}, {P1: 50})
+    step = step_held_sync(G, held(), state, {P1: 40}, {T: 2}, now=101.0, max_hold_s=15)
+    # the old owner's last offset goes into Kafka first (the flow commits it), then the sync
+    assert step.gate.offsets_to_kafka == {P1: 50} and step.release is None
+    step = step_held_sync(G, held(), state, {P1: 50}, {T: 2}, now=101.5, max_hold_s=15)
+    assert step.release == {P0: PROXY.member_id, P1: NEW.member_id} and not step.timed_out
+
+
+def test_past_the_hold_the_waiting_partitions_are_withheld_and_retried_once_free():
+    state = ZkGroupState(frozenset({OLD}), {P1: OwnerNode(OLD, False)})
+    step = step_held_sync(G, held(), state, {}, {T: 2}, now=115.5, max_hold_s=15)
+    assert step.timed_out and step.release == {P0: PROXY.member_id}
+    running = JoinedGeneration(-1, (PROXY, NEW), {P0: PROXY.member_id, P1: NEW.member_id})
+    assert not retry_withheld(G, running, state, {})
+    freed = replace(state, owners={})
+    assert retry_withheld(G, running, freed, {})
