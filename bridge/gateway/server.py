@@ -255,7 +255,11 @@ class _Connection:
         self.tunables = core.tunables
         self.peer = "{}:{}".format(*tuple(writer.get_extra_info("peername")[:2]))
         self.client_id: str | None = None
+        # what a slow reader can pin: this in the transport plus as much in the kernel
         writer.transport.set_write_buffer_limits(high=self.tunables.write_buffer_bytes)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.tunables.write_buffer_bytes)
 
     async def serve(self) -> None:
         try:
