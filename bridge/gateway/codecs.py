@@ -72,8 +72,10 @@ def compress(codec: int, data: bytes, magic: int) -> bytes:
 
 
 def _gzip(data: bytes) -> bytes:
+    """Java's GZIPOutputStream's bytes: zlib's, but the header's OS byte "unknown" (255)."""
     c = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    out = c.compress(data) + c.flush()
+    return out[:9] + b"\xff" + out[10:]
 
 
 def decompress(codec: int, data: bytes, magic: int, limit: int) -> bytes:

@@ -159,3 +159,17 @@ class OldMessageReader(_LineJvm):
 
 def _unhex(field: str) -> bytes | None:
     return None if field == "-" else bytes.fromhex(field)
+
+
+class KafkaDownConvert(_LineJvm):
+    """Kafka 3.9's ``MemoryRecords.downConvert`` (harness ``KafkaDownConvert``, "kafka"
+    classpath): what a 3.9 broker sends a Fetch v0-v3 client for the same batches."""
+
+    def __init__(self) -> None:
+        super().__init__("KafkaDownConvert", "kafka")
+
+    def convert(self, records: bytes, magic: int, first_offset: int) -> bytes:
+        status, _, rest = self.ask(f"{magic} {first_offset} {records.hex()}").partition(" ")
+        if status != "OK":
+            raise RuntimeError(f"Kafka's downConvert failed: {rest}")
+        return bytes.fromhex(rest)
