@@ -28,6 +28,10 @@
  *                                          "-" if empty)
  *   ERROR <where> <exception text>         a worker or the connector failed
  *   STOP <reason>                          shutdown started (max-messages|idle|signal|error|streams-ended)
+ *   STATS first_ms=<t> last_ms=<t> bytes=<n>
+ *                                          with --quiet true (benchmarks), instead of one line
+ *                                          per message: wall clock of the first and last message
+ *                                          taken, and the key+value bytes consumed; before EXIT
  *   EXIT consumed=<n>                      last line; printed after commitOffsets()+shutdown()
  * Exit status: 0 normally (including after SIGTERM, where the JVM reports 143), 2 on error,
  * 64 on bad arguments.
@@ -83,6 +87,7 @@ public final class LegacyConsumer {
     private boolean commitOnExit = true;
     private String logLevel = "WARN";
     private boolean details = false;
+    private boolean quiet = false;
     private final Map<String, String> extraProps = new LinkedHashMap<String, String>();
 
     // ------------------------------------------------------------------ state
@@ -93,6 +98,9 @@ public final class LegacyConsumer {
     private final CountDownLatch finished = new CountDownLatch(1);
     private final AtomicLong reserved = new AtomicLong();
     private final AtomicLong consumed = new AtomicLong();
+    private final AtomicLong consumedBytes = new AtomicLong();
+    private final AtomicLong firstMs = new AtomicLong(-1);
+    private final AtomicLong lastMs = new AtomicLong(-1);
     private final AtomicLong lastActivity = new AtomicLong(System.currentTimeMillis());
     private volatile String stopReason = "signal";
     private volatile int exitCode = 0;
@@ -165,7 +173,7 @@ public final class LegacyConsumer {
                 + " [--auto-offset-reset smallest|largest] [--max-messages N] [--idle-exit-ms MS]"
                 + " [--rebalance-max-retries N] [--rebalance-backoff-ms MS] [--zk-session-timeout-ms MS]"
                 + " [--poll-ms MS] [--commit-on-exit true|false] [--log-level WARN]"
-                + " [--details true|false]"
+                + " [--details true|false] [--quiet true|false]"
                 + " [--prop key=value]...");
         System.exit(64);
     }
@@ -214,6 +222,7 @@ public final class LegacyConsumer {
                 case "--commit-on-exit": commitOnExit = Boolean.parseBoolean(val); break;
                 case "--log-level": logLevel = val; break;
                 case "--details": details = Boolean.parseBoolean(val); break;
+                case "--quiet": quiet = Boolean.parseBoolean(val); break;
                 case "--prop": {
                     int e = val.indexOf('=');
                     if (e <= 0) {
@@ -365,6 +374,10 @@ public final class LegacyConsumer {
                 exitCode = 2;
             }
         }
+        if (quiet) {
+            emit("STATS first_ms=" + firstMs.get() + " last_ms=" + lastMs.get() + " bytes="
+                    + consumedBytes.get());
+        }
         emit("EXIT consumed=" + consumed.get());
         exited = true;
         finished.countDown();
@@ -400,7 +413,12 @@ public final class LegacyConsumer {
                         long now = System.currentTimeMillis();
                         String where = label + " " + m.topic() + " " + m.partition() + " " + m.offset()
                                 + " " + now + " ";
-                        if (details) {
+                        if (quiet) {
+                            firstMs.compareAndSet(-1, now);
+                            lastMs.set(now);
+                            consumedBytes.addAndGet((m.key() == null ? 0 : m.key().length)
+                                    + (m.message() == null ? 0 : m.message().length));
+                        } else if (details) {
                             emit("MSGK " + where + timestampOf(m) + " " + hex(m.key()) + " "
                                     + escape(m.message()));
                         } else {
