@@ -42,6 +42,7 @@ from kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
 from bridge.devstack.legacy import LegacyConsumerProcess
+from bridge.devstack.legacy_producer import produce_legacy
 
 PARTITIONS = 6
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -224,11 +225,58 @@ def consume(zk_connect: str, topic: str, count: int, server_pids: list[int], log
     return Run(count, int(f["bytes"]), seconds, cpu1 - cpu0)
 
 
+def produce(
+    bootstrap: str, topic: str, codec: str, count: int, size: int, pids: list[int], log: Path
+) -> Run:
+    """The 0.10.2.2 producer sends ``count`` messages of ``size`` bytes (magic 1 message sets,
+    acks=1, batched as an application tuned for throughput would)."""
+    cpu0 = cpu_seconds(pids)
+    run = produce_legacy(
+        bootstrap,
+        topic,
+        count,
+        compression=codec,
+        acks="1",
+        value_bytes=size,
+        quiet=True,
+        props={
+            "linger.ms": "20",
+            "batch.size": str(256 * 1024),
+            "max.in.flight.requests.per.connection": "5",
+            "buffer.memory": str(64 << 20),
+        },
+        log=log,
+        timeout=1800,
+    )
+    cpu1 = cpu_seconds(pids)
+    stats = next((ln for ln in run.lines if ln.startswith("STATS ")), None)
+    if run.returncode != 0 or stats is None:
+        raise SystemExit(f"old producer failed: {run.errors[:3]} {run.lines[-3:]} (log {log})")
+    f = dict(kv.split("=") for kv in stats.split()[1:])
+    seconds = max(1, int(f["end_ms"]) - int(f["start_ms"])) / 1000
+    return Run(count, int(f["bytes"]), seconds, cpu1 - cpu0)
+
+
 def row(name: str, r: Run) -> str:
     return (
         f"  {name:<22} {r.msgs_per_s:>10,.0f} msg/s {r.mb_per_s:>8.1f} MB/s "
         f"{r.cpu_per_gb:>7.1f} CPU s/GB  ({r.messages:,} msgs in {r.seconds:.1f} s)"
     )
+
+
+def report(what: str, codec: str, d: Run, g: Run, g4: Run | None) -> bool:
+    """One line: the gateway's throughput as a share of the brokers' own; True when MET."""
+    ratio = g.mb_per_s / d.mb_per_s
+    met = ratio >= TARGET_RATIO
+    line = (
+        f"{what} {codec:<5} gateway {g.mb_per_s:7.1f} MB/s vs direct {d.mb_per_s:7.1f} MB/s "
+        f"= {ratio:5.0%} (target >= {TARGET_RATIO:.0%}): {verdict(met)}; server CPU "
+        f"{g.cpu_per_gb:.1f} vs {d.cpu_per_gb:.1f} s/GB"
+    )
+    if g4 is not None:
+        line += f"; gateway on 4.x {g4.mb_per_s:.1f} MB/s"
+    print(line)
+    return met
 
 
 def verdict(ok: bool) -> str:
@@ -298,6 +346,20 @@ def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[
             )
             for path, b in bridges.items():
                 pids = broker_pids(stack) + ([b.proc.pid] if path == "gateway" else [])
+                boot = ",".join(f"{h}:{p}" for h, p in advertised(stack.zk_connect, b)[:1])
+                target = f"{topic}-p{path}"
+                admin.create_topics([NewTopic(target, PARTITIONS, 1)])
+                r = produce(
+                    boot,
+                    target,
+                    codec,
+                    count,
+                    args.message_bytes,
+                    pids,
+                    workdir / f"producer-{label}-{codec}-{path}.log",
+                )
+                results[f"produce/{codec}/{path}"] = r
+                print(row(f"{label} produce {codec} {path}", r), flush=True)
                 r = consume(
                     stack.zk_connect + b.chroot,
                     topic,
@@ -356,21 +418,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stack4.down()
 
-    print("\n== bench.gateway: old 0.10.2.2 consumer, gateway vs Kafka 3.9's own down-conversion")
+    print("\n== bench.gateway: old 0.10.2.2 clients, gateway vs Kafka 3.9's own conversion")
     ok = True
-    for codec in args.codecs:
-        d, g = res[f"{codec}/direct"], res[f"{codec}/gateway"]
-        ratio = g.mb_per_s / d.mb_per_s
-        met = ratio >= TARGET_RATIO
-        ok &= met
-        line = (
-            f"consume {codec:<5} gateway {g.mb_per_s:7.1f} MB/s vs direct {d.mb_per_s:7.1f} "
-            f"MB/s = {ratio:5.0%} (target >= {TARGET_RATIO:.0%}): {verdict(met)}; "
-            f"server CPU {g.cpu_per_gb:.1f} vs {d.cpu_per_gb:.1f} s/GB"
-        )
-        if f"{codec}/gateway" in res4:
-            line += f"; on 4.x {res4[f'{codec}/gateway'].mb_per_s:.1f} MB/s"
-        print(line)
+    for what, prefix in (("consume", ""), ("produce", "produce/")):
+        for codec in args.codecs:
+            ok &= report(
+                what,
+                codec,
+                res[f"{prefix}{codec}/direct"],
+                res[f"{prefix}{codec}/gateway"],
+                res4.get(f"{prefix}{codec}/gateway"),
+            )
     if "rss" in res:
         peak = res["rss"].bytes / 1e6
         met = peak < TARGET_RSS_MB

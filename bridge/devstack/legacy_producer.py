@@ -55,8 +55,13 @@ def produce_legacy(
     props: dict[str, str] | None = None,
     log: Path | None = None,
     timeout: float = 180,
+    value_bytes: int = 0,
+    quiet: bool = False,
 ) -> ProduceRun:
-    """Send ``count`` messages (``message(prefix, i)``) with the 0.10.2.2 producer."""
+    """Send ``count`` messages (``message(prefix, i)``) with the 0.10.2.2 producer.
+
+    ``value_bytes`` pads each value to that size; ``quiet`` (benchmarks) prints one STATS line
+    instead of a SENT line per acknowledgement, so ``acked`` stays empty."""
     argv = [_java(), "-Xmx256m", "-cp", harness_classpath(PRODUCER_HARNESS), "LegacyProducer"]
     argv += ["--bootstrap-servers", bootstrap, "--topic", topic, "--count", str(count)]
     argv += ["--prefix", prefix, "--compression", compression, "--acks", acks]
@@ -64,6 +69,10 @@ def produce_legacy(
         argv += ["--partition", str(partition)]
     if timestamp_base is not None:
         argv += ["--timestamp-base", str(timestamp_base)]
+    if value_bytes:
+        argv += ["--value-bytes", str(value_bytes)]
+    if quiet:
+        argv += ["--quiet", "true"]
     for key, value in (props or {}).items():
         argv += ["--prop", f"{key}={value}"]
     with (log or Path("/dev/null")).open("ab") as err:

@@ -9,15 +9,20 @@
  * Run:
  *   java -cp 'OUT:<legacy classpath>' LegacyProducer --bootstrap-servers HOST:PORT --topic T \
  *        --count 100 [--prefix p] [--partition N] [--compression none|gzip|snappy|lz4] \
- *        [--acks 0|1|all] [--timestamp-base MS] [--prop key=value]...
+ *        [--acks 0|1|all] [--timestamp-base MS] [--value-bytes N] [--quiet true]
+ *        [--prop key=value]...
  *
  * Message i (0 <= i < count) has key "<prefix>-k<i>" and value "<prefix>-v<i>" (UTF-8) and,
- * with --timestamp-base, the timestamp base + i (else the producer's clock).
+ * with --timestamp-base, the timestamp base + i (else the producer's clock). With
+ * --value-bytes N the value is padded to N bytes with text (benchmarks).
  *
  * stdout protocol (fields separated by single spaces):
  *   SENT <i> <topic> <partition> <offset> <timestamp>   message i acknowledged (offset -1
  *                                                       with acks=0: the producer gets none)
  *   ERROR <i> <exception text>                          message i failed (or i = -1: setup)
+ *   STATS start_ms=<t> end_ms=<t> bytes=<n>              with --quiet true instead of SENT
+ *                                                       lines: wall clock before the first
+ *                                                       send and after flush(), key+value bytes
  *   EXIT sent=<n> failed=<m>                            last line, after flush() and close()
  * Exit status: 0 when every message was acknowledged, 2 otherwise, 64 on bad arguments.
  */
@@ -51,6 +56,8 @@ public final class LegacyProducer {
     private String acks = "all";
     private Long timestampBase;
     private String logLevel = "WARN";
+    private int valueBytes = 0;
+    private boolean quiet = false;
     private final Map<String, String> extraProps = new LinkedHashMap<String, String>();
 
     private final AtomicLong sent = new AtomicLong();
@@ -98,6 +105,8 @@ public final class LegacyProducer {
                 case "--acks": acks = val; break;
                 case "--timestamp-base": timestampBase = Long.valueOf(val); break;
                 case "--log-level": logLevel = val; break;
+                case "--value-bytes": valueBytes = Integer.parseInt(val); break;
+                case "--quiet": quiet = Boolean.parseBoolean(val); break;
                 case "--prop": {
                     int e = val.indexOf('=');
                     if (e <= 0) {
@@ -152,10 +161,26 @@ public final class LegacyProducer {
                     return;
                 }
                 sent.incrementAndGet();
+                if (quiet) {
+                    return;
+                }
                 emit("SENT " + index + " " + md.topic() + " " + md.partition() + " " + md.offset()
                         + " " + md.timestamp());
             }
         };
+    }
+
+    /** The value padded to --value-bytes with text (half compressible, as log lines are). */
+    private byte[] padded(byte[] value) {
+        if (value.length >= valueBytes) {
+            return value;
+        }
+        byte[] out = new byte[valueBytes];
+        System.arraycopy(value, 0, out, 0, value.length);
+        for (int i = value.length; i < valueBytes; i++) {
+            out[i] = (byte) ((i % 7 == 0) ? ' ' : 'a' + ((i * 31 + value.length) % 26));
+        }
+        return out;
     }
 
     int run() {
@@ -168,10 +193,13 @@ public final class LegacyProducer {
             emit("EXIT sent=0 failed=" + count);
             return 2;
         }
+        long startMs = System.currentTimeMillis();
+        long bytes = 0;
         try {
             for (long i = 0; i < count; i++) {
                 byte[] key = (prefix + "-k" + i).getBytes(StandardCharsets.UTF_8);
-                byte[] value = (prefix + "-v" + i).getBytes(StandardCharsets.UTF_8);
+                byte[] value = padded((prefix + "-v" + i).getBytes(StandardCharsets.UTF_8));
+                bytes += key.length + value.length;
                 Long ts = timestampBase == null ? null : timestampBase + i;
                 producer.send(new ProducerRecord<byte[], byte[]>(topic, partition, ts, key, value),
                         callback(i));
@@ -181,6 +209,10 @@ public final class LegacyProducer {
             emit("ERROR -1 " + oneLine(t));
         } finally {
             producer.close();
+        }
+        if (quiet) {
+            emit("STATS start_ms=" + startMs + " end_ms=" + System.currentTimeMillis() + " bytes="
+                    + bytes);
         }
         long ok = sent.get();
         emit("EXIT sent=" + ok + " failed=" + (count - ok));
