@@ -15,7 +15,7 @@ import zlib
 import lz4.frame
 import pytest
 import xxhash
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -122,8 +122,8 @@ def test_down_convert_without_the_aborted_list_keeps_aborted_records(case):
     out = down_convert(log.data, magic=magic, fetch_offset=0, max_bytes=BIG)
     got, _ = read_legacy(out, magic)
     assert len(got) >= len(log.visible)
-    assume(log.aborted)
-    assert len(got) > len(log.visible)
+    if log.aborted:
+        assert len(got) > len(log.visible)
 
 
 @pytest.mark.parametrize("magic", [0, 1])
