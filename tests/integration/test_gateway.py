@@ -280,6 +280,28 @@ def _read_directly(bootstrap: list[str], topic: str, isolation: str, count: int)
     return got
 
 
+def test_fetch_size_limits_as_old_brokers_had_them(client, admin, topic_name):
+    """v0-v2: a message larger than the partition's limit comes cut (the old client then says
+    its fetch size is too small); v3: the first message is whole whatever the limits
+    (KIP-74), and the response's max_bytes is filled in the request's partition order."""
+    topic = _topic(admin, topic_name(), partitions=2)
+    big = b"x" * 2000
+    for p in range(2):
+        answer = produce(
+            client, 2, topic, p, message_set(1, [(None, big, 1), (None, big, 2)]), acks=-1
+        )
+        assert answer.error_code == 0
+    cut = fetch(client, 0, {(topic, 0): 0}, max_bytes=500)[(topic, 0)]
+    assert cut.error_code == 0 and 0 < len(cut.records) <= 500
+    assert read_messages(cut.records) == []  # no whole message: "fetch size too small"
+    both = fetch(client, 3, {(topic, 0): 0, (topic, 1): 0}, max_bytes=500)
+    first = read_messages(both[(topic, 0)].records)
+    assert [(o, v) for o, _, v, _, _ in first] == [(0, big)]  # whole, beyond every limit
+    assert read_messages(both[(topic, 1)].records) == []  # nothing left of max_bytes
+    roomy = fetch(client, 3, {(topic, 0): 0, (topic, 1): 0}, max_bytes=1 << 20)
+    assert [len(read_messages(roomy[(topic, p)].records)) for p in range(2)] == [2, 2]
+
+
 def test_list_offsets_v0(stack, client, admin, topic_name):
     topic = _topic(admin, topic_name())
     producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","), acks="all")
