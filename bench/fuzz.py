@@ -408,6 +408,7 @@ def build_targets() -> dict[str, Target]:
         Target("audit_row", _decode_row_input(decode_row), (), "row", rows),
         # the legacy gateway's record converters (fetch responses, produce requests)
         *_gateway_targets(),
+        _gateway_request_target(),
     ]
     targets = {x.name: x for x in t}
     targets["_selftest_broken"] = Target(
@@ -473,6 +474,40 @@ def _gateway_targets() -> list[Target]:
         Target("down_convert", down, errors, "binary", down_seeds),
         Target("up_convert", up, errors, "binary", up_seeds),
     ]
+
+
+def _gateway_request_target() -> Target:
+    """The gateway's decoding of one request frame (header, api key and version, body): it
+    may raise only BadRequest, with a bounded message. Seeds: each served request at each of
+    its versions, as kafka-python encodes it."""
+    from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest, OffsetFetchRequest
+
+    from bridge.gateway.dispatch import HANDLERS, BadRequest, parse_request
+
+    fetch = FetchRequest.FetchTopic
+    commit = OffsetCommitRequest.OffsetCommitRequestTopic
+    fields = {
+        0: {"acks": 1, "timeout_ms": 10, "topic_data": []},
+        1: {"replica_id": -1, "max_wait_ms": 1, "min_bytes": 1, "max_bytes": 9, "topics": [
+            fetch(topic="t", partitions=[fetch.FetchPartition(
+                partition=0, fetch_offset=3, partition_max_bytes=9)])]},
+        2: {"replica_id": -1, "topics": []},
+        3: {"topics": []},
+        8: {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "topics": [
+            commit(name="t", partitions=[commit.OffsetCommitRequestPartition(
+                partition_index=0, committed_offset=1, committed_metadata="")])]},
+        9: {"group_id": "g", "topics": [
+            OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]},
+        10: {"key": "g"},
+        18: {},
+    }  # fmt: skip
+    seeds = []
+    for key, (cls, lo, hi, _) in sorted(HANDLERS.items()):
+        for version in range(lo, hi + 1):
+            request = cls[version](**fields[key])
+            request.with_header(correlation_id=7, client_id="fuzz")
+            seeds.append(bytes(request.encode(header=True)))
+    return Target("gateway_request", parse_request, (BadRequest,), "binary", seeds)
 
 
 def _selftest_broken(data: bytes) -> object:

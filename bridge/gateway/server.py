@@ -32,7 +32,6 @@ refreshed (``cluster``); PLAINTEXT only for now (SSL/SASL upstream are refused a
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import socket
 import struct
@@ -40,19 +39,10 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kafka.protocol.api_header import RequestHeader
-from kafka.protocol.consumer import (
-    FetchRequest,
-    ListOffsetsRequest,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-)
-from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import ProduceRequest
-
 from bridge.config import split_hostport
-from bridge.gateway import fetch, groups, list_offsets, meta, produce
+from bridge.gateway import meta
 from bridge.gateway.cluster import Cluster
+from bridge.gateway.dispatch import HANDLERS, BadRequest, parse_request
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -62,19 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MiB = 1 << 20
-
-#: api key -> (request class, min version, max version, handler)
-HANDLERS = {
-    0: (ProduceRequest, 0, 2, produce.produce),
-    1: (FetchRequest, 0, 3, fetch.fetch),
-    2: (ListOffsetsRequest, 0, 0, list_offsets.list_offsets),
-    3: (MetadataRequest, 0, 3, meta.metadata),
-    8: (OffsetCommitRequest, 0, 1, groups.offset_commit),
-    9: (OffsetFetchRequest, 0, 1, groups.offset_fetch),
-    10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),
-    18: (ApiVersionsRequest, 0, 2, meta.api_versions),
-}
-_API_VERSIONS = 18
 
 
 @dataclass
@@ -312,34 +289,21 @@ class _Connection:
         if not 10 <= size <= self.max_request_bytes:
             raise _Close(f"request size {size} outside 10..{self.max_request_bytes} bytes")
         body = await self._read(size, self.tunables.body_timeout_s, "request")
-        header, offset = self._header(body)
-        api = HANDLERS.get(header.request_api_key)
-        if api is None:
-            raise _Close(f"api key {header.request_api_key} is not served by the gateway")
-        request_class, lo, hi, handler = api
-        version = header.request_api_version
-        if not lo <= version <= hi:
-            if header.request_api_key == _API_VERSIONS:
-                await self._answer(meta.unsupported_api_versions(self.core), header, 0)
-                return True
-            raise _Close(f"{request_class.name} v{version} is not served (v{lo}-v{hi} are)")
         try:
-            request = request_class.decode(memoryview(body)[offset:], version=version)
-        except Exception as exc:  # noqa: BLE001 - any decoding failure is malformed input
-            raise _Close(f"malformed {request_class.name} v{version}: {exc!r}") from None
+            header, request = parse_request(body)
+        except BadRequest as exc:
+            self.client_id = exc.client_id or self.client_id
+            raise _Close(str(exc)) from None
+        self.client_id = header.client_id
+        version = header.request_api_version
+        if request is None:  # an ApiVersions newer than served: KIP-511
+            await self._answer(meta.unsupported_api_versions(self.core), header, 0)
+            return True
+        handler = HANDLERS[header.request_api_key][3]
         response = await handler(self.core, request, version)
         if response is not None:
             await self._answer(response, header, version)
         return True
-
-    def _header(self, body: bytes):
-        buffer = io.BytesIO(body)
-        try:
-            header = RequestHeader.decode(buffer, flexible=False)
-        except Exception as exc:  # noqa: BLE001
-            raise _Close(f"malformed request header: {exc!r}") from None
-        self.client_id = header.client_id
-        return header, buffer.tell()
 
     async def _answer(self, response, header, version: int) -> None:
         response.with_header(correlation_id=header.correlation_id)

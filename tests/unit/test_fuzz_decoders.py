@@ -45,6 +45,7 @@ def test_every_decoder_is_a_target():
         "audit_row",
         "down_convert",
         "up_convert",
+        "gateway_request",
     } <= names
     exported = {n for n in zkpaths.__all__ if n.startswith("decode_")}
     covered = {
@@ -100,9 +101,10 @@ def test_hypothesis_engine_small_run_is_clean():
     assert [s.inputs for s in stats] == [50, 50, 50]
 
 
-def test_gateway_converters_raise_only_conversion_error():
-    """Arbitrary and mutated fetch responses / produce message sets (issue 13)."""
-    only = ["down_convert", "up_convert"]
+def test_gateway_decoders_raise_only_their_errors():
+    """Arbitrary and mutated fetch responses / produce message sets, and request frames
+    (issue 13): ConversionError / BadRequest only."""
+    only = ["down_convert", "up_convert", "gateway_request"]
     code, stats = fuzz.fuzz(6000, engine="mutate", only=only, seed=5, quiet=True)
     assert code == 0, [s.failures for s in stats if s.failed]
     assert all(s.decoded > 0 and s.rejected > 0 for s in stats)
