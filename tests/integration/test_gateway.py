@@ -349,6 +349,20 @@ def test_partitions_of_several_leaders_and_a_moved_leader(client, admin, topic_n
         b"p1",
         b"p2",
     ]
+    # data on one leader only: answered at once, not after max_wait on the other leaders
+    other = next(p for p in range(3) if leaders[p] != leaders[0])
+    part = FetchRequest.FetchTopic.FetchPartition
+    request = FetchRequest[3](
+        replica_id=-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+            part(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+            part(partition=other, fetch_offset=1, partition_max_bytes=1 << 20),  # its end
+        ])],
+    )  # fmt: skip
+    started = time.monotonic()
+    answer = client.send(request)
+    assert time.monotonic() - started < 2.5
+    assert [len(p.records) > 0 for p in answer.responses[0].partitions] == [True, False]
     old = leaders[0]
     replicas = next(
         p["replica_nodes"]
