@@ -77,11 +77,7 @@ class Tunables:
 
 
 class _Close(Exception):
-    """This client connection ends; the message is the reason logged (at ``level``)."""
-
-    def __init__(self, reason: str, level: int = logging.WARNING) -> None:
-        super().__init__(reason)
-        self.level = level
+    """This client connection ends; the message is the reason logged."""
 
 
 class Core:
@@ -247,8 +243,7 @@ class _Connection:
             while await self._one():
                 pass
         except _Close as close:
-            log.log(
-                close.level,
+            log.warning(
                 "gateway: closing connection from %s (client id %r): %s",
                 self.peer,
                 self.client_id,
@@ -282,8 +277,7 @@ class _Connection:
             ) from None
         except TimeoutError:
             if what == "size":
-                # as old brokers did (connections.max.idle.ms): routine, not bad input
-                raise _Close(f"idle for {timeout:.0f} s", logging.INFO) from None
+                raise _Close(f"idle for {timeout:.0f} s") from None
             raise _Close(f"truncated {what}: not all of {n} bytes within {timeout:.0f} s") from None
 
     async def _one(self) -> bool:

@@ -5,6 +5,7 @@ reads, so the same harnesses can be trusted where Kafka 4.x needs the gateway.""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -95,4 +96,43 @@ def test_old_producer_writes_what_kafka_python_reads(
         r = by_place[(a.partition, a.offset)]  # the offset acknowledged is the real one
         assert (r.key, r.value) == message("old", a.index)
         assert r.timestamp == a.timestamp == TS_BASE + a.index
+    admin.delete_topics([topic])
+
+
+def test_old_consumer_through_the_gateway_on_kafka_3_9(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    """The runbook's first step (docs/gateway.md): on 3.9, before the upgrade, old consumers
+    are moved onto the gateway; the 3.9 brokers are then asked only today's versions."""
+    topic = topic_name("gw")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, 90, compression="lz4")
+    start_bridge(
+        "--gateway-listen",
+        "127.0.0.1:0",
+        env={"ZK_BRIDGE__REGISTRY__ADVERTISE": "gateway", "ZK_BRIDGE__GROUPS__EXCLUDE": '["g-.*"]'},
+    )
+    brokers = {(b["host"], b["port"]) for b in admin.describe_cluster()["brokers"]}
+
+    def gateway_published() -> bool:
+        ids = zk.get_children("/brokers/ids") if zk.exists("/brokers/ids") else []
+        regs = [json.loads(zk.get(f"/brokers/ids/{i}")[0]) for i in ids]
+        return len(regs) == len(brokers) and not {(r["host"], r["port"]) for r in regs} & brokers
+
+    wait_for(gateway_published, 60, what="gateway endpoints in /brokers/ids")
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}/partitions/2/state"), 30)
+    group = f"g-gw-{uuid.uuid4().hex[:6]}"
+    consumer = LegacyConsumerProcess(
+        stack.zk_connect + chroot,
+        group,
+        [topic],
+        extra=["--auto-offset-reset", "smallest", "--details", "true"],
+        log=tmp_path / "old.log",
+    )
+    try:
+        consumer.wait_ready()
+        consumer.wait_consumed(len(sent), timeout=90)
+    finally:
+        assert consumer.stop() in (0, 143)
+    check_consumed(consumer.messages, sent, timestamps="CreateTime")
     admin.delete_topics([topic])

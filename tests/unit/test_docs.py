@@ -52,6 +52,7 @@ def test_nav_lists_every_page():
         "operations.md",
         "security.md",
         "compatibility.md",
+        "gateway.md",
         "troubleshooting.md",
         "coexistence.md",
         "migration.md",
