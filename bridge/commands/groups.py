@@ -8,13 +8,11 @@ import json
 import re
 import sys
 import time
-import uuid
 from dataclasses import asdict, dataclass
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 from tqdm import tqdm
 
 import zkpaths
@@ -26,9 +24,9 @@ from bridge.decide.migration import (
     check_step,
     gates,
 )
-from bridge.decide.plan import Create, SetData
 from bridge.kafka.groups import describe_group, group_offsets, list_group_ids
 from bridge.kafka.offsets import log_ends
+from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
 from bridge.zookeeper.writer import BatchRejected, OperatorWriter
@@ -218,54 +216,18 @@ def cmd_describe(args: argparse.Namespace) -> int:
 # ---- migrate -------------------------------------------------------------------------------
 
 
-def forced_sync(zk: KazooClient, root: str, group: str, timeout: float) -> dict | None:
-    """Ask the active bridge to reconcile ``group`` now; its report, or None if none came."""
-    request = uuid.uuid4().hex
-    _write_request(OperatorWriter(zk), f"{root}/sync-requests/{group}", request.encode())
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            data = json.loads(zk.get(f"{root}/sync-results/{group}")[0])
-            if data.get("request") == request:
-                return data
-        except (NoNodeError, ValueError):
-            pass
-        time.sleep(0.1)
-    return None
-
-
-def _write_request(writer: OperatorWriter, path: str, data: bytes) -> None:
-    """Create or replace the request node, conditional on what was read; a concurrent
-    change (the bridge retiring an older request) is read again."""
-    for attempt in range(5):
-        stat = writer.client.exists(path)
-        if stat is None:
-            ops: list = [*writer.missing_parents([path]), Create(path, data)]
-        else:
-            ops = [SetData(path, data, stat.version)]
-        try:
-            writer.apply(ops)
-            return
-        except BatchRejected:
-            if attempt == 4:
-                raise
-
-
 def evaluate(zk, admin, root: str, group: str, mode: str, args) -> tuple[list, GroupState]:
-    report = forced_sync(zk, root, group, args.sync_timeout)
+    report = sync.request_sync(zk, root, group, args.sync_timeout)
     state = read_state(zk, admin, group, mode)
     ends = log_ends(admin, set(state.zk_offsets) | set(state.kafka_offsets))
     lag_start = total_lag(state, ends)
     time.sleep(args.lag_window)
     later = read_state(zk, admin, group, mode)
     lag_end = total_lag(later, log_ends(admin, set(ends)))
-    if report is None:
-        synced = {}
-    else:
-        synced = {}
-        for key, (z, k) in report["offsets"].items():
-            t, p = key.rsplit("/", 1)
-            synced[TopicPartition(t, int(p))] = Offsets(None if z < 0 else z, None if k < 0 else k)
+    synced = {
+        tp: Offsets(None if z < 0 else z, None if k < 0 else k)
+        for tp, (z, k) in (report.offsets if report is not None else {}).items()
+    }
     snapshot = GroupSnapshot(
         offsets=synced,
         zk_owners=later.zk_owners if later.old_threads else {},

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 import zkpaths
 from bridge.decide.groups import (
@@ -35,8 +34,9 @@ from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups, read_o
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
+from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
-from bridge.zookeeper.records import answer_sync, create_record, read_records
+from bridge.zookeeper.records import create_record, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
 
@@ -130,7 +130,7 @@ class GroupMirrorFlow:
     def tick(self) -> int:
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
-        requests = self._sync_requests()
+        requests = sync.pending_requests(self.zk, self.root)
         pic = self._kafka_picture()
         kinds, views, partitions = pic.kinds, pic.views, pic.partitions
         # a group being deleted still answers for a moment, as Dead and without offsets
@@ -213,39 +213,12 @@ class GroupMirrorFlow:
         self._answer_sync_requests(requests)
         return written
 
-    def _sync_requests(self) -> dict[str, tuple[bytes, int]]:
-        base = f"{self.root}/sync-requests"
-        try:
-            groups = self.zk.get_children(base)
-        except NoNodeError:
-            return {}
-        out = {}
-        for g in groups:
-            try:
-                data, stat = self.zk.get(f"{base}/{g}")
-                out[g] = (data, stat.version)
-            except NoNodeError:
-                continue
-        return out
-
-    def _answer_sync_requests(self, requests: dict[str, tuple[bytes, int]]) -> None:
+    def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
         this tick left them, so its gate judges a state the bridge actually reached."""
-        for g, (req, version) in requests.items():
-            if g not in self._after:
-                continue
-            report = {
-                "request": req.decode(errors="replace"),
-                "at_ms": int(time.time() * 1000),
-                "offsets": {
-                    f"{tp.topic}/{tp.partition}": list(v)
-                    for tp, v in sorted(self._after[g].items())
-                },
-            }
-            try:
-                answer_sync(self.zk, self.root, g, version, report, self.writer.epoch)
-            except NoNodeError:
-                continue
+        for g, request in requests.items():
+            if g in self._after:
+                sync.answer(self.zk, self.root, g, request, self._after[g], self.writer.epoch)
 
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
         for group, offsets in to_kafka.items():

@@ -24,7 +24,7 @@ from bridge.decide.registry import (
     with_gateway_endpoints,
     with_legacy_endpoints,
 )
-from bridge.kafka.cluster import read_brokers, read_cluster
+from bridge.kafka.cluster import Quorum, read_brokers, read_cluster
 from bridge.kafka.views import ClusterView
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
@@ -96,6 +96,7 @@ class RegistryFlow:
         #: with ``registry.advertise = "gateway"``: /brokers/ids publishes its endpoints
         self.gateway = gateway
         self._no_legacy_endpoint: frozenset[int] = frozenset()
+        self.quorum = Quorum()
         self.known: dict[str, Node] = {}
         self.refused: str | None = None
         self._seen_topics: set[str] = set()
@@ -115,7 +116,8 @@ class RegistryFlow:
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made."""
-        view = self._published(self._debounced(read_cluster(self.admin, self.security_protocol)))
+        cluster = read_cluster(self.admin, self.security_protocol, self.quorum)
+        view = self._published(self._debounced(cluster))
         owned = self.owned()
         decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
         for bad in decision.bad_nodes:

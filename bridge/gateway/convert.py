@@ -129,29 +129,34 @@ def down_convert(
     buf = bytes(records or b"")  # a null records field is no record
     out = _Output(max_bytes, min_one_message)
     txns = Transactions(aborted)
-    for batch in batches(buf):
-        if out.full:
-            break
-        if batch.magic < 2:
-            _legacy_batch(out, buf, batch, magic, fetch_offset, max_uncompressed)
-            continue
-        marker = batch.control and abort_marker(batch, *_records_of(buf, batch, max_uncompressed))
-        if txns.skip(batch, marker) or batch.last_offset < fetch_offset:
-            continue
-        if batch.codec == ZSTD:
-            raise UnsupportedCompression(
-                f"batch at offset {batch.base_offset} is zstd-compressed: message format "
-                f"v{magic} cannot carry it"
+    try:
+        for batch in batches(buf):
+            if out.full:
+                break
+            if batch.magic < 2:
+                _legacy_batch(out, buf, batch, magic, fetch_offset, max_uncompressed)
+                continue
+            marker = batch.control and abort_marker(
+                batch, *_records_of(buf, batch, max_uncompressed)
             )
-        data, start, end = _records_of(buf, batch, max_uncompressed)
-        kept = _parse(batch, data, start, end, fetch_offset, magic)
-        if not kept:
-            continue
-        if batch.codec == NONE:
-            attributes = _APPEND_TIME if magic and batch.append_time else 0
-            out.add_records(kept, magic, attributes)
-        else:
-            out.add_whole(*_wrap(kept, batch, magic))
+            if txns.skip(batch, marker) or batch.last_offset < fetch_offset:
+                continue
+            if batch.codec == ZSTD:
+                raise UnsupportedCompression(
+                    f"batch at offset {batch.base_offset} is zstd-compressed: message format "
+                    f"v{magic} cannot carry it"
+                )
+            data, start, end = _records_of(buf, batch, max_uncompressed)
+            kept = _parse(batch, data, start, end, fetch_offset, magic)
+            if not kept:
+                continue
+            if batch.codec == NONE:
+                attributes = _APPEND_TIME if magic and batch.append_time else 0
+                out.add_records(kept, magic, attributes)
+            else:
+                out.add_whole(*_wrap(kept, batch, magic))
+    except (struct.error, OverflowError):  # offsets or timestamps past int64 (fuzzing found it)
+        raise ConversionError("an offset or timestamp does not fit 64 bits") from None
     return b"".join(out.parts)
 
 

@@ -3,8 +3,9 @@
 Fetch goes upstream as v11 (valid on 3.9 and 4.x) with ``read_committed``: the leader then
 sends the aborted transactions with the batches and stops at the last stable offset, and
 ``down_convert`` drops aborted records and control batches, which old clients cannot tell
-apart from data. ``max_wait``/``min_bytes`` are passed on to each leader, so a fetch whose
-partitions have several leaders waits at most ``max_wait`` on each, concurrently.
+apart from data. ``max_wait``/``min_bytes`` are passed on; a fetch over several leaders
+first asks them all without waiting, so data on one leader is not held back by the
+others' ``max_wait``.
 
 Size limits are the old ones: each partition at most its ``partition_max_bytes`` of
 converted messages (v0-v2: a message that does not fit is cut, as old brokers cut it, and
@@ -46,10 +47,28 @@ def _asked(request) -> dict[TopicPartition, tuple[int, int]]:
 
 
 async def fetch(core: Core, request, version: int):
-    """Fetch v0-v3: v2 batches from each leader, down-converted to magic 0 (v0-v1) or 1."""
+    """Fetch v0-v3: v2 batches from each leader, down-converted to magic 0 (v0-v1) or 1.
+
+    With several leaders, they are asked first without waiting: a leader parks a fetch
+    until *its* partitions have ``min_bytes``, so data on one leader would otherwise wait
+    for ``max_wait`` on the others. Only if none has anything are they asked again with
+    the client's ``max_wait``."""
     asked = _asked(request)
+    leaders = {await core.cluster.leader(tp) for tp in asked}
+    answers = None
+    if len(leaders) > 1 and request.max_wait_ms > 0:
+        answers = await _round(core, request, version, asked, max_wait_ms=0)
+        if not any(getattr(a, "records", None) or a.error_code for a in answers.values()):
+            answers = None
+    if answers is None:
+        answers = await _round(core, request, version, asked, request.max_wait_ms)
+    return _merge(request, version, asked, answers)
+
+
+async def _round(core: Core, request, version: int, asked, max_wait_ms: int):
+    """Each asked partition's answer from its leader, fetched with ``max_wait_ms``."""
     max_bytes = request.max_bytes if version >= 3 else MAX_UPSTREAM_BYTES
-    timeout = core.tunables.upstream_timeout_s + max(request.max_wait_ms, 0) / 1000
+    timeout = core.tunables.upstream_timeout_s + max(max_wait_ms, 0) / 1000
 
     async def from_leader(leader: int, tps: list[TopicPartition]):
         by_topic: dict[str, list] = {}
@@ -66,7 +85,7 @@ async def fetch(core: Core, request, version: int):
             )
         upstream = FetchRequest[FETCH_VERSION](
             replica_id=-1,
-            max_wait_ms=request.max_wait_ms,
+            max_wait_ms=max_wait_ms,
             min_bytes=request.min_bytes,
             max_bytes=min(max_bytes, MAX_UPSTREAM_BYTES),
             isolation_level=READ_COMMITTED,
@@ -81,8 +100,7 @@ async def fetch(core: Core, request, version: int):
             return {tp: Failed(response.error_code) for tp in tps}
         return {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
 
-    answers = await scatter(core.cluster, asked, from_leader)
-    return _merge(request, version, asked, answers)
+    return await scatter(core.cluster, asked, from_leader)
 
 
 def _merge(request, version: int, asked, answers):

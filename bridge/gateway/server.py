@@ -77,7 +77,11 @@ class Tunables:
 
 
 class _Close(Exception):
-    """This client connection ends; the message is the reason logged."""
+    """This client connection ends; the message is the reason logged (at ``level``)."""
+
+    def __init__(self, reason: str, level: int = logging.WARNING) -> None:
+        super().__init__(reason)
+        self.level = level
 
 
 class Core:
@@ -243,7 +247,8 @@ class _Connection:
             while await self._one():
                 pass
         except _Close as close:
-            log.warning(
+            log.log(
+                close.level,
                 "gateway: closing connection from %s (client id %r): %s",
                 self.peer,
                 self.client_id,
@@ -277,7 +282,8 @@ class _Connection:
             ) from None
         except TimeoutError:
             if what == "size":
-                raise _Close(f"idle for {timeout:.0f} s") from None
+                # as old brokers did (connections.max.idle.ms): routine, not bad input
+                raise _Close(f"idle for {timeout:.0f} s", logging.INFO) from None
             raise _Close(f"truncated {what}: not all of {n} bytes within {timeout:.0f} s") from None
 
     async def _one(self) -> bool:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 
 from kafka import KafkaAdminClient
 
-from bridge.kafka.calls import admin_call
+from bridge.kafka.calls import KafkaCallTimeout, admin_call
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
 
 log = logging.getLogger(__name__)
@@ -67,17 +68,48 @@ def partition_counts(
     }
 
 
-def read_cluster(admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT") -> ClusterView:
+class Quorum:
+    """The KRaft metadata quorum's leader (the active controller) and its epoch.
+
+    DescribeQuorum is answered by the active controller, so while the quorum is lost it goes
+    unanswered for the call's whole bound, tick after tick, and the other flow waits behind
+    it (seen while the last broker of a stack shut down). After a call went unanswered the
+    last leader read stands, and DescribeQuorum is asked again only after ``backoff_s``."""
+
+    def __init__(self, backoff_s: float = 30.0) -> None:
+        self.backoff_s = backoff_s
+        self.last: tuple[int, int] | None = None
+        self._retry_at = 0.0
+
+    def read(self, admin: KafkaAdminClient) -> tuple[int, int] | None:
+        """(leader id, leader epoch), or None when the cluster does not say (not KRaft,
+        or locked down): then Metadata's controller id is used."""
+        now = time.monotonic()
+        if now < self._retry_at:
+            return self.last
+        try:
+            quorum = admin_call(admin, "DescribeQuorum", admin.describe_metadata_quorum)
+            part = quorum["topics"][0]["partitions"][0]
+            self.last = (part["leader_id"], part["leader_epoch"])
+        except KafkaCallTimeout:
+            self._retry_at = now + self.backoff_s
+            log.debug("metadata quorum did not answer; asked again in %.0fs", self.backoff_s)
+        except Exception as exc:  # noqa: BLE001 - a non-KRaft or locked-down cluster
+            log.debug("metadata quorum not readable (%s); using Metadata's controller id", exc)
+            return None
+        return self.last
+
+
+def read_cluster(
+    admin: KafkaAdminClient, security_protocol: str = "PLAINTEXT", quorum: Quorum | None = None
+) -> ClusterView:
     """One consistent-enough snapshot: brokers, active controller, every topic's partitions."""
     cluster = admin_call(admin, "DescribeCluster", admin.describe_cluster)
     brokers = _brokers(cluster, security_protocol)
     controller_id, controller_epoch = cluster.get("controller_id", -1), 0
-    try:
-        quorum = admin_call(admin, "DescribeQuorum", admin.describe_metadata_quorum)
-        part = quorum["topics"][0]["partitions"][0]
-        controller_id, controller_epoch = part["leader_id"], part["leader_epoch"]
-    except Exception as exc:  # noqa: BLE001 - a non-KRaft or locked-down cluster
-        log.debug("metadata quorum not readable (%s); using Metadata's controller id", exc)
+    leader = (quorum or Quorum()).read(admin)
+    if leader is not None:
+        controller_id, controller_epoch = leader
     topics: dict[str, TopicView] = {}
     unsettled: set[str] = set()
     for t in describe_topics(admin):

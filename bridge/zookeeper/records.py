@@ -80,28 +80,3 @@ def write_step(
     """An operator's step: conditional on the version the gates were evaluated against
     (``BatchRejected`` when the record changed meanwhile)."""
     writer.apply([SetData(record_path(root, group), record.encode(), version)])
-
-
-def answer_sync(
-    zk: KazooClient, root: str, group: str, request_version: int, report: dict, epoch: Epoch
-) -> None:
-    """Fenced: publish the sync report and retire the request, in one transaction."""
-    import json
-
-    path = f"{root.rstrip('/')}/sync-results/{group}"
-    if zk.exists(f"{root.rstrip('/')}/sync-results") is None:
-        try:
-            zk.create(f"{root.rstrip('/')}/sync-results", b"", makepath=True)
-        except NodeExistsError:
-            pass
-    data = json.dumps(report).encode()
-    txn = zk.transaction()
-    txn.check(epoch.path, epoch.version)
-    txn.delete(f"{root.rstrip('/')}/sync-requests/{group}", version=request_version)
-    if zk.exists(path) is None:
-        txn.create(path, data)
-    else:
-        txn.set_data(path, data)
-    results = txn.commit()
-    if isinstance(results[0], Exception):
-        raise Fenced(f"epoch {epoch.value} is no longer current")

@@ -302,6 +302,35 @@ def test_fetch_size_limits_as_old_brokers_had_them(client, admin, topic_name):
     assert [len(read_messages(roomy[(topic, p)].records)) for p in range(2)] == [2, 2]
 
 
+@pytest.mark.parametrize(("magic", "codec"), [(0, 1), (1, 2), (1, 3)])  # gzip, snappy, lz4
+def test_compressed_old_produce_read_by_a_new_consumer(
+    stack, client, admin, topic_name, magic, codec
+):
+    """An old producer's compressed message set, up-converted by the gateway, is what a
+    kafka-python consumer reads: offsets, keys, values and (magic 1) timestamps."""
+    topic = _topic(admin, topic_name())
+    ts = int(time.time() * 1000)
+    sent = [(b"k%d" % i, b"value %d " % i * 10, ts + i) for i in range(20)]
+    builder = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
+    for i, (key, value, t) in enumerate(sent):
+        builder.append(i, t if magic else None, key, value)
+    answer = produce(client, 2 if magic else 0, topic, 0, bytes(builder.build()), acks=-1)
+    assert (answer.error_code, answer.base_offset) == (0, 0)
+    consumer = KafkaConsumer(
+        bootstrap_servers=stack.bootstrap_servers.split(","), auto_offset_reset="earliest"
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    got: list = []
+    deadline = time.monotonic() + 20
+    while len(got) < len(sent) and time.monotonic() < deadline:
+        for records in consumer.poll(500).values():
+            got += [(r.offset, r.key, r.value, r.timestamp) for r in records]
+    consumer.close()
+    assert [(o, k, v) for o, k, v, _ in got] == [(i, k, v) for i, (k, v, _) in enumerate(sent)]
+    if magic:
+        assert [t for *_, t in got] == [t for *_, t in sent]
+
+
 def test_list_offsets_v0(stack, client, admin, topic_name):
     topic = _topic(admin, topic_name())
     producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","), acks="all")
@@ -349,6 +378,20 @@ def test_partitions_of_several_leaders_and_a_moved_leader(client, admin, topic_n
         b"p1",
         b"p2",
     ]
+    # data on one leader only: answered at once, not after max_wait on the other leaders
+    other = next(p for p in range(3) if leaders[p] != leaders[0])
+    part = FetchRequest.FetchTopic.FetchPartition
+    request = FetchRequest[3](
+        replica_id=-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+            part(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+            part(partition=other, fetch_offset=1, partition_max_bytes=1 << 20),  # its end
+        ])],
+    )  # fmt: skip
+    started = time.monotonic()
+    answer = client.send(request)
+    assert time.monotonic() - started < 2.5
+    assert [len(p.records) > 0 for p in answer.responses[0].partitions] == [True, False]
     old = leaders[0]
     replicas = next(
         p["replica_nodes"]

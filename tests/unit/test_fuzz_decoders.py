@@ -238,3 +238,20 @@ def test_short_reasons_are_unchanged():
         zkpaths.decode_controller(b'{"version":9,"brokerid":1,"timestamp":"1"}')
     with pytest.raises(CodecError, match=r"brokerid -1 is outside 0..2147483647"):
         zkpaths.decode_controller(b'{"version":1,"brokerid":-1,"timestamp":"1"}')
+
+
+def test_down_convert_offsets_past_int64_are_a_conversion_error():
+    """Found by atheris: a batch at base offset 2**63-1 with offset deltas > 0 made
+    ``struct.pack`` of the message offset raise ``struct.error``."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from bridge.gateway.convert import ConversionError, down_convert
+
+    for codec in (0, 2):
+        builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+        for i in range(3):
+            builder.append(i, timestamp=1, key=None, value=b"v" * 50, headers=[])
+        data = bytearray(builder.build())
+        data[0:8] = (2**63 - 1).to_bytes(8, "big")
+        with pytest.raises(ConversionError, match="64 bits"):
+            down_convert(bytes(data), magic=1, fetch_offset=0, max_bytes=1 << 20)

@@ -154,3 +154,21 @@ def test_a_newer_api_versions_gets_the_served_list_in_v0(gateway):
     assert error_code == 35 and count >= 8
     assert client.send(ApiVersionsRequest[0]()).error_code == 0
     client.close()
+
+
+def test_an_idle_connection_is_closed_quietly(caplog):
+    """Idle past ``idle_timeout_s`` (old brokers' connections.max.idle.ms): closed with one
+    INFO line, not a warning: it is routine, not bad input."""
+    caplog.set_level(logging.INFO, logger="bridge.gateway")
+    gw = Gateway("127.0.0.1:0", KafkaSettings(bootstrap_servers="127.0.0.1:1"), idle_timeout_s=0.5)
+    gw.start()
+    try:
+        idle = OldClient(gw.address, client_id="idle")
+        assert idle.send(ApiVersionsRequest[0]()).error_code == 0
+        assert idle.closed_by_peer(timeout=10)
+        (line,) = [r for r in caplog.records if "closing connection" in r.getMessage()]
+        assert line.levelno == logging.INFO and "'idle'" in line.getMessage()
+        assert "idle for" in line.getMessage()
+        idle.close()
+    finally:
+        gw.stop()
