@@ -499,6 +499,11 @@ def _gateway_request_target() -> Target:
         9: {"group_id": "g", "topics": [
             OffsetFetchRequest.OffsetFetchRequestTopic(name="t", partition_indexes=[0, 1])]},
         10: {"key": "g"},
+        11: {"group_id": "g", "session_timeout_ms": 10, "rebalance_timeout_ms": 10,
+             "member_id": "", "protocol_type": "consumer", "protocols": []},
+        12: {"group_id": "g", "generation_id": 1, "member_id": "m"},
+        13: {"group_id": "g", "member_id": "m"},
+        14: {"group_id": "g", "generation_id": 1, "member_id": "m", "assignments": []},
         18: {},
     }  # fmt: skip
     seeds = []

@@ -14,9 +14,13 @@ from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
@@ -27,11 +31,16 @@ from bridge.gateway import fetch, groups, list_offsets, meta, produce
 HANDLERS = {
     0: (ProduceRequest, 0, 2, produce.produce),
     1: (FetchRequest, 0, 3, fetch.fetch),
-    2: (ListOffsetsRequest, 0, 0, list_offsets.list_offsets),
+    2: (ListOffsetsRequest, 0, 1, list_offsets.list_offsets),
     3: (MetadataRequest, 0, 3, meta.metadata),
-    8: (OffsetCommitRequest, 0, 1, groups.offset_commit),
+    8: (OffsetCommitRequest, 0, 2, groups.offset_commit),
     9: (OffsetFetchRequest, 0, 1, groups.offset_fetch),
     10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),
+    # the group membership of 0.9-0.10 Java consumers, passed through to the coordinator
+    11: (JoinGroupRequest, 0, 1, groups.to_coordinator),
+    12: (HeartbeatRequest, 0, 0, groups.to_coordinator),
+    13: (LeaveGroupRequest, 0, 0, groups.to_coordinator),
+    14: (SyncGroupRequest, 0, 0, groups.to_coordinator),
     18: (ApiVersionsRequest, 0, 2, meta.api_versions),
 }
 API_VERSIONS = 18

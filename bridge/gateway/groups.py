@@ -234,3 +234,23 @@ async def _zk_fetch(core: Core, request) -> dict:
         return found
 
     return await asyncio.get_running_loop().run_in_executor(None, read)
+
+
+async def to_coordinator(core: Core, request, version: int):
+    """JoinGroup, SyncGroup, Heartbeat, LeaveGroup of 0.9-0.10 Java clients: passed through
+    unchanged, at a version 4.x still accepts, to the group's coordinator; the answer comes
+    back as the coordinator gave it (error codes translated). A coordinator that cannot be
+    found closes the connection (the client reconnects and asks GroupCoordinator again)."""
+    code, node = await core.cluster.coordinator(request.group_id)
+    if code != errors.NONE:
+        raise UpstreamError(f"no coordinator for group {request.group_id!r} (error {code})")
+    waits = [
+        getattr(request, "rebalance_timeout_ms", None),
+        getattr(request, "session_timeout_ms", None),
+    ]
+    wait = max((w for w in waits if isinstance(w, int) and w > 0), default=0) / 1000
+    response = await core.cluster.send_to(node, request, core.tunables.upstream_timeout_s + wait)
+    if response.error_code in errors.COORDINATOR:
+        core.cluster.forget_coordinator(request.group_id)
+    response.error_code = errors.for_client(response.error_code, request.API_KEY, version)
+    return response

@@ -1,4 +1,4 @@
-"""ListOffsets v0, answered by each partition's leader with ListOffsets v1 (4.x removed v0)."""
+"""ListOffsets v0-v1, answered by each partition's leader with ListOffsets v1 (4.x removed v0)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ async def list_offsets(core: Core, request, version: int):
         for p in t.partitions
     }
     answers = await _offsets(core, {tp: ts for tp, (ts, _) in asked.items()})
+    if version == 1:  # the same question upstream: the answer as it came, in the client's order
+        return _v1(request, answers)
     late = {
         tp: -1 for tp, a in answers.items() if getattr(a, "offset", 0) < 0 and asked[tp][0] >= 0
     }
@@ -46,6 +48,29 @@ async def list_offsets(core: Core, request, version: int):
         )
     return cls(
         topics=[cls.ListOffsetsTopicResponse(name=t, partitions=ps) for t, ps in topics.items()]
+    )
+
+
+def _v1(request, answers):
+    cls = ListOffsetsResponse[1]
+    part = cls.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+    return cls(
+        topics=[
+            cls.ListOffsetsTopicResponse(
+                name=t.name,
+                partitions=[
+                    part(
+                        partition_index=p.partition_index,
+                        error_code=errors.for_client(a.error_code, LIST_OFFSETS, 1),
+                        timestamp=getattr(a, "timestamp", -1),
+                        offset=getattr(a, "offset", -1),
+                    )
+                    for p in t.partitions
+                    for a in [answers.get((t.name, p.partition_index), Failed(errors.UNKNOWN))]
+                ],
+            )
+            for t in request.topics
+        ]
     )
 
 

@@ -331,6 +331,31 @@ def test_compressed_old_produce_read_by_a_new_consumer(
         assert [t for *_, t in got] == [t for *_, t in sent]
 
 
+def test_a_0_10_java_style_client_group_through_the_gateway(gateway, admin, topic_name):
+    """kafka-python pinned to 0.10.1 speaks what a 0.10.1 Java client speaks (Produce v2,
+    Fetch v3, ListOffsets v1, Metadata, GroupCoordinator v0, JoinGroup v1, SyncGroup,
+    Heartbeat, LeaveGroup v0, OffsetCommit v2, OffsetFetch v1): a whole consumer group
+    through the gateway, its committed offsets in Kafka."""
+    topic = _topic(admin, topic_name(), partitions=2)
+    group = topic_name("g")
+    address = ["{}:{}".format(*gateway.address)]
+    producer = KafkaProducer(bootstrap_servers=address, api_version=(0, 10, 1))
+    for i in range(10):
+        producer.send(topic, b"v%d" % i, key=b"k%d" % i)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(
+        topic, bootstrap_servers=address, api_version=(0, 10, 1), group_id=group,
+        auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=10000,
+    )  # fmt: skip
+    got = sorted(m.value for m in consumer)
+    consumer.commit()
+    consumer.close()
+    assert got == sorted(b"v%d" % i for i in range(10))
+    committed = admin.list_group_offsets({group: None})[group]
+    assert sum(m.offset for m in committed.values()) == 10
+
+
 def test_list_offsets_v0(stack, client, admin, topic_name):
     topic = _topic(admin, topic_name())
     producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","), acks="all")

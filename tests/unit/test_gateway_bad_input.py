@@ -69,7 +69,7 @@ CASES = {
         struct.pack(">i", 12) + struct.pack(">hhih", 1, 0, 7, 500) + b"ab",
         "malformed request header",
     ),
-    "unknown api key": (_frame(11, 0, b""), "api key 11 is not served"),
+    "unknown api key": (_frame(19, 0, b""), "api key 19 is not served"),  # CreateTopics
     "unserved version": (_frame(1, 4, FETCH_V0), "FetchRequest v4 is not served (v0-v3 are)"),
     "truncated request body": (_frame(1, 0, FETCH_V0[:-5]), "malformed FetchRequest v0"),
 }
