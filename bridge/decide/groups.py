@@ -19,6 +19,7 @@ from enum import StrEnum
 import zkpaths
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.views import GroupView
+from zkpaths import TopicPartition
 from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 from zkpaths.names import topic_problem
 
@@ -46,6 +47,9 @@ class GroupDecision:
     waiting: bool = False
     #: what could only be mirrored partially (member metadata, deleted topics, ...)
     problems: list[str] = field(default_factory=list)
+    #: the group's committed offsets to mirror, as data: the storage mode decides which of
+    #: them become offset nodes (``decide.migration.offset_nodes``)
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 def group_paths(group: str, paths: AbstractSet[str]) -> set[str]:
@@ -167,7 +171,7 @@ def decide_group(
             decision.problems.append(f"offset for deleted topic {topic} not mirrored")
             continue
         d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
-        d[zkpaths.offset_path(g, topic, p)] = Desired(zkpaths.encode_offset(offset))
+        decision.offsets[TopicPartition(topic, p)] = offset
         # old consumers left owners/<t> behind when they stopped, and lag tools list a
         # group's topics from there: an idle group keeps it while it has offsets for t
         d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)

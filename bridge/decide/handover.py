@@ -203,6 +203,8 @@ class MixedDecision:
     #: fences released by this decision (their offsets copied to ZooKeeper first)
     released: list[TopicPartition] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: offsets to move forward in ZooKeeper (a released partition's Kafka offset), as data
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 def decide_mixed_group(
@@ -264,7 +266,5 @@ def decide_mixed_group(
         out.released.append(tp)  # not desired any more: the planner deletes the fence
         k = kafka_offsets.get(tp, -1)
         if k > zk.offsets.get(tp, -1):
-            d[zkpaths.offset_path(group, tp.topic, tp.partition)] = Desired(
-                zkpaths.encode_offset(k), adopt=True
-            )
+            out.offsets[tp] = k
     return out

@@ -19,6 +19,7 @@ from bridge.decide.handover import (
     HeldStep,
     JoinedGeneration,
     KafkaMember,
+    MixedDecision,
     OwnerNode,
     PendingSync,
     ZkGroupState,
@@ -27,7 +28,7 @@ from bridge.decide.handover import (
     retry_withheld,
     step_held_sync,
 )
-from bridge.decide.plan import Desired, Node
+from bridge.decide.plan import Node
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import ProxyMember, ProxyPool
 from bridge.kafka.views import GroupView
@@ -158,8 +159,9 @@ class Coexistence:
         partitions: dict[str, int],
         current: dict[str, Node],
         now_ms: int,
-    ) -> dict[str, Desired] | None:
-        """Desired nodes of the group, or None to keep it as it is (rebalancing, unknown)."""
+    ) -> MixedDecision | None:
+        """The group's desired nodes and forward offsets, or None to keep it as it is
+        (rebalancing, unknown)."""
         kafka_offsets = {
             TopicPartition(t, p): o for (t, p), o in (view.offsets if view else {}).items()
         }
@@ -197,7 +199,7 @@ class Coexistence:
         decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
         for problem in decision.problems:
             self.report(group, problem, "partial")
-        return decision.desired
+        return decision
 
     def _release(self, group: str, pending: PendingSync, step: HeldStep) -> None:
         """The leader proxy sends ``step.release``: say so, and remember a withheld group."""

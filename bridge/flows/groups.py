@@ -151,16 +151,19 @@ class GroupMirrorFlow:
         mixed: set[str] = set()
         stopped: set[str] = set()  # only in ZooKeeper, no live old consumer
         refresh: set[str] = set()
+        suggested: dict[str, dict[TopicPartition, int]] = {}  # offsets decisions ask for
         for g in sorted(set(wanted) | set(zk_groups)):
             legacy = legacy_members(g, registered.get(g, []), owned)
             if legacy and self.coexist is not None and g not in dead:
                 mixed.add(g)
                 state, threads = self.coexist.read_state(g, legacy, owned, partitions)
                 self.coexist.ensure_proxies(g, threads)
-                mixed_desired = self.coexist.decide(
+                mixed_decision = self.coexist.decide(
                     g, views.get(g), state, partitions, self.known, now
                 )
+                mixed_desired = mixed_decision.desired if mixed_decision else {}
                 mixed_desired = mixed_desired or frozen(g, self.known, owned)
+                suggested[g] = mixed_decision.offsets if mixed_decision else {}
                 desired.update(mixed_desired)
                 refresh.update(mixed_desired)  # old consumers change these nodes all the time
                 continue
@@ -174,6 +177,7 @@ class GroupMirrorFlow:
                 continue
             decision = decide_group(views[g], self.known, owned, legacy, partitions, now)
             desired.update(decision.desired)
+            suggested[g] = decision.offsets
             if decision.skipped:
                 skipped[g] = decision.skipped
             for problem in decision.problems:
@@ -189,7 +193,9 @@ class GroupMirrorFlow:
         self.skipped = skipped
 
         stopped_views = self._stopped_views(stopped, owned)
-        to_kafka = self._offsets_by_mode(desired, pic, wanted, mixed, owned, refresh, stopped_views)
+        to_kafka = self._offsets_by_mode(
+            desired, pic, wanted, mixed, owned, refresh, stopped_views, suggested
+        )
 
         unknown = [p for p in desired if p not in self.known or p in refresh]
         fresh = read_nodes(self.zk, unknown)
@@ -248,9 +254,11 @@ class GroupMirrorFlow:
         owned: set[str],
         refresh: set[str],
         stopped: dict[str, GroupView],
+        suggested: dict[str, dict[TopicPartition, int]],
     ) -> dict[str, dict[TopicPartition, int]]:
-        """Each group's offset nodes as its storage mode wants them (see decide.migration);
-        returns the commits Kafka needs. Infers and records the mode of new groups."""
+        """Each group's offset nodes as its storage mode wants them (see decide.migration),
+        given the offsets the decisions ask for; returns the commits Kafka needs. Infers and
+        records the mode of new groups."""
         if self._picture_read_at != pic.read_at or not self.records:
             self.records = read_records(self.zk, self.root)
             self._picture_read_at = pic.read_at
@@ -275,13 +283,6 @@ class GroupMirrorFlow:
             else:
                 mode = entry[0].mode
             modes[mode] += 1
-            prefix = zkpaths.offsets_path(g) + "/"
-            suggested: dict[TopicPartition, int] = {}
-            for path in [p for p in desired if p.startswith(prefix) and p.count("/") == 5]:
-                parsed = zkpaths.parse_path(path)
-                want = desired.pop(path)
-                if want.data:
-                    suggested[TopicPartition(parsed.topic, parsed.partition)] = int(want.data)
             kafka = None
             writers: set[TopicPartition] | None = None  # partitions Kafka members commit
             if view is not None and not view.error:
@@ -298,7 +299,14 @@ class GroupMirrorFlow:
                         for p in ps
                     }
             plan = offset_nodes(
-                g, mode, zk_offsets, owned_offsets, kafka, suggested, set(pic.partitions), writers
+                g,
+                mode,
+                zk_offsets,
+                owned_offsets,
+                kafka,
+                suggested.get(g, {}),
+                set(pic.partitions),
+                writers,
             )
             desired.update(plan.desired)
             if mode is not StorageMode.KAFKA or g in mixed:

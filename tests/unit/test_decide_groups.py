@@ -1,9 +1,9 @@
 """Flows F2/F3's pure decision (``bridge.decide.groups``): a Kafka group as old consumers.
 
-Expected trees are written out from docs/LEGACY_LAYOUT.md (``/consumers/<g>/ids/<id>``
-ephemeral registration JSON, ``owners/<t>/<p>`` ephemeral thread id, ``offsets/<t>/<p>``
-persistent decimal text) and the escaping table of ``zkpaths.mirror_ids``, by hand, not
-recomputed with the code under test.
+Expected trees are written out by hand from docs/LEGACY_LAYOUT.md (``/consumers/<g>/ids/<id>``
+ephemeral registration JSON, ``owners/<t>/<p>`` ephemeral thread id) and the escaping table
+of ``zkpaths.mirror_ids``, not recomputed with the code under test. Offsets are returned as
+data: which become nodes is the storage mode's decision (``decide.migration``).
 """
 
 from __future__ import annotations
@@ -81,10 +81,9 @@ def test_a_stable_group_is_the_layout_old_consumers_would_have_written() -> None
         "/consumers/g/owners/t/2": Desired(f"{static}-0".encode(), ephemeral=True),
         "/consumers/g/offsets/t": S,
         "/consumers/g/offsets/u": S,
-        "/consumers/g/offsets/t/0": Desired(b"5"),
-        "/consumers/g/offsets/t/2": Desired(b"0"),
-        "/consumers/g/offsets/u/0": Desired(b"12"),
     }
+    # offsets are data: the storage mode decides which become nodes (decide.migration)
+    assert decision.offsets == {("t", 0): 5, ("t", 2): 0, ("u", 0): 12}
 
 
 def test_an_idle_group_keeps_owners_of_topics_it_has_offsets_for() -> None:
@@ -92,7 +91,7 @@ def test_an_idle_group_keeps_owners_of_topics_it_has_offsets_for() -> None:
         group(state="Empty", offsets={("t", 1): 7}), {}, set(), [], {"t": 2}, NOW
     )
     assert decision.desired["/consumers/g/owners/t"] == S
-    assert decision.desired["/consumers/g/offsets/t/1"] == Desired(b"7")
+    assert decision.offsets == {("t", 1): 7}
     assert not [p for p in decision.desired if p.startswith("/consumers/g/ids/")]
     assert not [p for p in decision.desired if p.count("/") == 5 and "/owners/" in p]
 
@@ -127,7 +126,7 @@ def test_what_cannot_be_mirrored_is_reported_and_the_rest_is_written() -> None:
     assert d["/consumers/g/ids/g_~~b"].ephemeral  # registered, owns nothing
     assert d["/consumers/g/owners/t/0"].data == b"g_~~c-0"  # the first claim stands
     assert d["/consumers/g/owners/t/1"].data == b"g_~~d-0"
-    assert "/consumers/g/offsets/gone/0" not in d and d["/consumers/g/offsets/t/1"].data == b"3"
+    assert decision.offsets == {("t", 1): 3}
 
 
 def _owned_tree() -> tuple[dict[str, Node], set[str]]:
@@ -240,12 +239,13 @@ def test_every_partition_has_its_one_owner_and_every_offset_its_node(case) -> No
         for p in ps
     }
     assert owners == expected
-    offsets = {p: int(w.data) for p, w in d.items() if p.count("/") == 5 and "/offsets/" in p}
-    assert offsets == {f"/consumers/g/offsets/{t}/{p}": o for (t, p), o in view.offsets.items()}
+    assert decision.offsets == view.offsets
+    for t, _p in view.offsets:  # where the mode writes them, the parents are desired
+        assert {f"/consumers/g/offsets/{t}", f"/consumers/g/owners/{t}"} <= set(d)
     for path, want in d.items():
         parsed = zkpaths.parse_path(path)  # every node is in the legacy layout
         assert want.ephemeral == isinstance(parsed, zkpaths.OwnerPath | zkpaths.ConsumerIdPath)
-        if want.ephemeral or "/offsets/" in path and path.count("/") == 5:
+        if want.ephemeral:
             assert zkpaths.parse_path(path.rsplit("/", 1)[0]).path in d  # parent desired too
     # every registration is a single-stream consumer whose one thread owns what it owns
     for path, want in d.items():

@@ -82,14 +82,13 @@ def test_release_moves_the_new_members_offset_forward_then_drops_the_fence():
     d = decide_mixed_group(G, gen(PROXY), state, {P1: 55}, {}, 0)
     assert d.released == [P1]
     assert owner_path(P1) not in d.desired
-    offset = d.desired[zkpaths.offset_path(G, T, 1)]
-    assert offset.data == b"55" and offset.adopt
+    assert d.offsets == {P1: 55}
 
 
 def test_release_never_moves_an_offset_backward():
     state = ZkGroupState(frozenset({OLD}), {P1: OwnerNode(NEW_THREAD, True)}, {P1: 70})
     d = decide_mixed_group(G, gen(PROXY), state, {P1: 55}, {}, 0)
-    assert zkpaths.offset_path(G, T, 1) not in d.desired
+    assert d.released == [P1] and d.offsets == {}
 
 
 def test_new_members_are_mirrored_and_proxies_are_not():
@@ -141,9 +140,8 @@ def bridge_tick(w: World, generation: JoinedGeneration) -> World:
     elif owner == "fence" and owner_path(P1) not in d.desired:
         owner = None
     zk_offset = w.zk_offset
-    off = d.desired.get(zkpaths.offset_path(G, T, 1))
-    if off is not None:
-        zk_offset = int(off.data)
+    if P1 in d.offsets:
+        zk_offset = d.offsets[P1]
     kafka_offset = w.kafka_offset
     gate = sync_gate(G, generation, zk_state(w), {P1: w.kafka_offset})
     if gate.offsets_to_kafka:
