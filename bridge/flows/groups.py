@@ -224,7 +224,7 @@ class GroupMirrorFlow:
         this tick left them, so its gate judges a state the bridge actually reached."""
         for g, request in requests.items():
             if g in self._after:
-                sync.answer(self.zk, self.root, g, request, self._after[g], self.writer.epoch)
+                sync.answer(self.writer, self.root, g, request, self._after[g])
 
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
         for group, offsets in to_kafka.items():
@@ -270,15 +270,8 @@ class GroupMirrorFlow:
             entry = self.records.get(g)
             if entry is None:
                 mode = infer_mode(g in mixed, bool(set(zk_offsets) - owned_offsets), g in pic.kinds)
-                record = create_record(
-                    self.zk,
-                    self.root,
-                    g,
-                    mode,
-                    self.writer.epoch,
-                    "bridge (inferred)",
-                    int(time.time() * 1000),
-                )
+                at_ms = int(time.time() * 1000)
+                record = create_record(self.writer, self.root, g, mode, "bridge (inferred)", at_ms)
                 self.records[g] = (record, 0)
             else:
                 mode = entry[0].mode

@@ -13,10 +13,9 @@ import logging
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from bridge.decide.migration import GroupRecord, StorageMode
-from bridge.decide.plan import SetData
-from bridge.zookeeper.fence import Epoch, Fenced
-from bridge.zookeeper.writer import OperatorWriter
+from bridge.decide.migration import GroupRecord, StorageMode, Transition
+from bridge.decide.plan import Create, SetData
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, OperatorWriter, missing_parents
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +49,16 @@ def read_records(zk: KazooClient, root: str) -> dict[str, tuple[GroupRecord, int
 
 
 def create_record(
-    zk: KazooClient, root: str, group: str, mode: StorageMode, epoch: Epoch, by: str, at_ms: int
-) -> None:
+    writer: FencedWriter, root: str, group: str, mode: StorageMode, by: str, at_ms: int
+) -> GroupRecord:
     """Fenced create of a group's first record (the inferred mode)."""
-    from bridge.decide.migration import Transition
-
     record = GroupRecord(mode, [Transition(at_ms, by, "none", mode.value, [])])
-    if zk.exists(records_path(root)) is None:
-        try:
-            zk.create(records_path(root), b"", makepath=True)
-        except NodeExistsError:
-            pass
-    txn = zk.transaction()
-    txn.check(epoch.path, epoch.version)
-    txn.create(record_path(root, group), record.encode())
-    results = txn.commit()
-    if isinstance(results[0], Exception):
-        raise Fenced(f"epoch {epoch.value} is no longer current")
-    if isinstance(results[1], Exception) and not isinstance(results[1], NodeExistsError):
-        log.warning("could not record the mode of %s: %s", group, results[1])
+    path = record_path(root, group)
+    try:
+        writer.apply_own([*missing_parents(writer.client, [path]), Create(path, record.encode())])
+    except BatchRejected as exc:
+        if not isinstance(exc.error, NodeExistsError):
+            log.warning("could not record the mode of %s: %s", group, exc.error)
     else:
         log.info("storage mode inferred", extra={"group": group, "mode": mode.value})
     return record

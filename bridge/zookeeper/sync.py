@@ -17,15 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import NoNodeError
 
-from bridge.decide.plan import Create, SetData
-from bridge.zookeeper.fence import Epoch, Fenced
-from bridge.zookeeper.writer import BatchRejected, OperatorWriter
+from bridge.decide.plan import Create, Delete, SetData
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, OperatorWriter, missing_parents
 from zkpaths import TopicPartition
-
-# what ZooKeeper reports for the other ops of a multi-op that failed elsewhere
-_KNOCK_ON = (RolledBackError, RuntimeInconsistency)
 
 
 def request_path(root: str, group: str) -> str:
@@ -128,34 +124,27 @@ def pending_requests(zk: KazooClient, root: str) -> dict[str, tuple[str, int]]:
 
 
 def answer(
-    zk: KazooClient,
+    writer: FencedWriter,
     root: str,
     group: str,
     request: tuple[str, int],
     offsets: Mapping[TopicPartition, tuple[int, int]],
-    epoch: Epoch,
-) -> None:
-    """Fenced: publish the report and retire the request (at the version read), in one
-    transaction; a request withdrawn meanwhile is left unanswered."""
+) -> bool:
+    """Publish the report and retire the request (at the version read) in one transaction
+    behind the bridge's epoch check (``FencedWriter.apply_own``; ``Fenced`` when deposed).
+    False when the request was withdrawn or replaced meanwhile: the next tick answers the
+    newer one."""
     token, version = request
     report = SyncReport(token, int(time.time() * 1000), dict(offsets))
-    results_dir = f"{root.rstrip('/')}/sync-results"
-    if zk.exists(results_dir) is None:
-        try:
-            zk.create(results_dir, b"", makepath=True)
-        except NodeExistsError:
-            pass
     path = result_path(root, group)
-    txn = zk.transaction()
-    txn.check(epoch.path, epoch.version)
-    txn.delete(request_path(root, group), version=version)
-    if zk.exists(path) is None:
-        txn.create(path, report.encode())
+    stat = writer.client.exists(path)
+    ops: list = [Delete(request_path(root, group), version)]
+    if stat is None:
+        ops += [*missing_parents(writer.client, [path]), Create(path, report.encode())]
     else:
-        txn.set_data(path, report.encode())
-    results = txn.commit()
-    check = results[0]
-    if isinstance(check, Exception) and not isinstance(check, _KNOCK_ON):
-        raise Fenced(f"epoch {epoch.value} is no longer current")
-    # the epoch held and another op failed: the request was withdrawn or replaced by a newer
-    # one since it was read (not a lost leadership); the next tick answers the newer one
+        ops.append(SetData(path, report.encode(), stat.version))
+    try:
+        writer.apply_own(ops)
+    except BatchRejected:
+        return False
+    return True

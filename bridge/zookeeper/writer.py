@@ -143,6 +143,22 @@ class FencedWriter:
         if failure is not None:
             raise failure
 
+    def apply_own(self, ops: Sequence[ZkOp | Check]) -> None:
+        """The bridge's own state under its root (storage-mode records, sync answers): one
+        transaction behind the same epoch check (I3), without ledger markers, since the root
+        is the bridge's own namespace and not the legacy tree the ledger records (I4).
+        Raises ``Fenced`` when the epoch moved, ``BatchRejected`` naming the op refused."""
+        if self.halted is not None and self.halted.is_set():
+            raise Fenced("the bridge is stopping: nothing more is written")
+        txn = self.client.transaction()
+        txn.check(self.epoch.path, self.epoch.version)
+        for op in ops:
+            _add(txn, op)
+        results = txn.commit()
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise Fenced(f"epoch {self.epoch.value} at {self.epoch.path} is no longer current")
+        _raise_refused(ops, results[1:])
+
     def _build(self, batch: list[ZkOp], pending: set[str], dropped: set[str]):
         """One transaction: the epoch check, then each op with its ledger marker."""
         txn = self.client.transaction()
@@ -258,15 +274,7 @@ class OperatorWriter:
 
     def missing_parents(self, paths: Iterable[str]) -> list[Create]:
         """Creates of every absent ancestor of ``paths``, parents first."""
-        ancestors: set[str] = set()
-        for path in paths:
-            p = parent(path)
-            while p != "/":
-                ancestors.add(p)
-                p = parent(p)
-        ordered = sorted(ancestors, key=lambda p: (p.count("/"), p))
-        exists = [(p, self.client.exists_async(p)) for p in ordered]
-        return [Create(p, b"") for p, result in exists if result.get() is None]
+        return missing_parents(self.client, paths)
 
     def apply(self, ops: Sequence[ZkOp | Check]) -> None:
         """All of ``ops`` in one transaction, or nothing: raises ``TooLarge`` before sending
@@ -279,18 +287,40 @@ class OperatorWriter:
             )
         txn = self.client.transaction()
         for op in ops:
-            if isinstance(op, Create):
-                txn.create(op.path, op.data, ephemeral=op.ephemeral)
-            elif isinstance(op, SetData):
-                txn.set_data(op.path, op.data, op.version)
-            elif isinstance(op, Delete):
-                txn.delete(op.path, op.version)
-            else:
-                txn.check(op.path, op.version)
-        results = txn.commit()
-        for op, result in zip(ops, results, strict=True):
-            if isinstance(result, Exception) and not isinstance(result, _KNOCK_ON):
-                raise BatchRejected(op, result)
+            _add(txn, op)
+        _raise_refused(ops, txn.commit())
+
+
+def missing_parents(client: KazooClient, paths: Iterable[str]) -> list[Create]:
+    """Creates of every absent ancestor of ``paths``, parents first (read pipelined)."""
+    ancestors: set[str] = set()
+    for path in paths:
+        p = parent(path)
+        while p != "/":
+            ancestors.add(p)
+            p = parent(p)
+    ordered = sorted(ancestors, key=lambda p: (p.count("/"), p))
+    exists = [(p, client.exists_async(p)) for p in ordered]
+    return [Create(p, b"") for p, result in exists if result.get() is None]
+
+
+def _add(txn, op: ZkOp | Check) -> None:
+    """One op into a kazoo transaction."""
+    if isinstance(op, Create):
+        txn.create(op.path, op.data, ephemeral=op.ephemeral)
+    elif isinstance(op, SetData):
+        txn.set_data(op.path, op.data, op.version)
+    elif isinstance(op, Delete):
+        txn.delete(op.path, op.version)
+    else:
+        txn.check(op.path, op.version)
+
+
+def _raise_refused(ops: Sequence[ZkOp | Check], results: Sequence[object]) -> None:
+    """``BatchRejected`` for the first op ZooKeeper refused (not the rolled-back others)."""
+    for op, result in zip(ops, results, strict=True):
+        if isinstance(result, Exception) and not isinstance(result, _KNOCK_ON):
+            raise BatchRejected(op, result)
 
 
 def _batches(ops: Sequence[ZkOp]) -> list[list[ZkOp]]:
