@@ -14,9 +14,12 @@ fatal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.audit.decode import DECODED_SCHEMA, TOMBSTONE, _decode_batches
+
+if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
+    from pyspark.sql import Column, DataFrame
 
 #: a record's position, ``partition * 2**40 + offset``: unique, and ordered like the log
 #: within a partition (a group's records all live in one partition)
@@ -29,13 +32,14 @@ BROADCAST_KEYS = 2_000_000
 PAIRS_PER_TASK = 200_000
 
 
-def _order(partition: str = "partition", offset: str = "offset"):
+def _order(partition: str = "partition", offset: str = "offset") -> Column:
+    """A record's position (:data:`ORDER_SHIFT`) from its partition and offset columns."""
     from pyspark.sql import functions as F
 
     return F.col(partition).cast("long") * F.lit(ORDER_SHIFT) + F.col(offset)
 
 
-def aggregate_raw(src):
+def aggregate_raw(src: DataFrame) -> DataFrame:
     """Stage 1a: per (raw key bytes, value version prefix): count, time span, latest position.
 
     Only fixed-width aggregates, so Spark's hash aggregation handles billions of records
@@ -55,7 +59,7 @@ def aggregate_raw(src):
     )
 
 
-def group_bytes():
+def group_bytes() -> Column:
     """The group id's bytes in a raw key (its length prefix included), found by the JVM.
 
     Every classic key - offset commit v0 and v1, group metadata v2 - is its version (int16)
@@ -68,7 +72,9 @@ def group_bytes():
     return F.substring("key", F.lit(3), F.lit(2) + length)
 
 
-def decode_latest(src, raw, keys: int, again=None):
+def decode_latest(
+    src: DataFrame, raw: DataFrame, keys: int, again: DataFrame | None = None
+) -> DataFrame:
     """Stage 1b: each pair's latest record picked out of the records, decoded and compacted.
 
     ``raw`` is :func:`aggregate_raw` of ``src``, materialized, and ``keys`` its row count,
@@ -98,7 +104,7 @@ def decode_latest(src, raw, keys: int, again=None):
     return rows.repartition(tasks, group_bytes()).mapInArrow(_decode_batches, DECODED_SCHEMA)
 
 
-def _not_found(raw, decoded):
+def _not_found(raw: DataFrame, decoded: DataFrame) -> DataFrame:
     """The pairs of ``raw`` that ``decoded`` has no row for, with no latest record."""
     from pyspark.sql import functions as F
 
@@ -116,7 +122,7 @@ def _not_found(raw, decoded):
     )
 
 
-def compact_offsets(decoded):
+def compact_offsets(decoded: DataFrame) -> DataFrame:
     """Stage 1c: the latest offset commit per (group, topic, partition); tombstone = deleted.
 
     The rows :func:`compact_rows` kept, with the counts it made over all of the key's pairs.
@@ -149,7 +155,7 @@ def compact_offsets(decoded):
     )
 
 
-def compact_groups(decoded):
+def compact_groups(decoded: DataFrame) -> DataFrame:
     """Stage 1d: each group's last metadata record (members, protocol); tombstone = removed.
 
     The rows :func:`compact_rows` kept.
@@ -168,7 +174,7 @@ def compact_groups(decoded):
     )
 
 
-def record_versions(decoded):
+def record_versions(decoded: DataFrame) -> DataFrame:
     """Records counted by key and value version; ``known`` is False for what is not decoded.
 
     ``pairs`` is how many (raw key, value version) pairs there were.
@@ -188,8 +194,8 @@ def record_versions(decoded):
 class Compacted:
     """Stage 1's results; ``raw`` and ``decoded`` are cached until :meth:`unpersist`."""
 
-    raw: Any
-    decoded: Any
+    raw: DataFrame
+    decoded: DataFrame
     #: distinct (raw key, value version) pairs
     keys: int
     #: :func:`record_versions`, as dicts (without ``pairs``)
@@ -200,11 +206,11 @@ class Compacted:
         return sum(v["records"] for v in self.versions)
 
     @property
-    def offsets(self):
+    def offsets(self) -> DataFrame:
         return compact_offsets(self.decoded)
 
     @property
-    def groups(self):
+    def groups(self) -> DataFrame:
         return compact_groups(self.decoded)
 
     def unpersist(self) -> None:
@@ -212,7 +218,7 @@ class Compacted:
         self.raw.unpersist()
 
 
-def decode_and_compact(src) -> Compacted:
+def decode_and_compact(src: DataFrame) -> Compacted:
     """Stage 1 on ``src`` (the pipeline's five columns): two queries.
 
     The raw aggregation is materialized and counted (the count picks the join); then

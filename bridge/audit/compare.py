@@ -11,13 +11,17 @@ DataFrames; the job (:mod:`bridge.audit.pipeline`) decides what is written and w
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.audit.decode import TOMBSTONE
 from bridge.audit.verdict import GroupFacts, PartitionState, decide
 
+if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
+    import pandas as pd
+    from pyspark.sql import Column, DataFrame
 
-def zk_tables(snap):
+
+def zk_tables(snap: DataFrame) -> tuple[DataFrame, DataFrame]:
     """Per-partition ZooKeeper offsets and per-group ZooKeeper facts from a snapshot."""
     from pyspark.sql import functions as F
 
@@ -47,7 +51,9 @@ def zk_tables(snap):
     return offsets, facts
 
 
-def compare(zk_offsets, kafka_offsets, log_ends, log_ends_known: bool):
+def compare(
+    zk_offsets: DataFrame, kafka_offsets: DataFrame, log_ends: DataFrame, log_ends_known: bool
+) -> DataFrame:
     """The per-partition table: both stores side by side, difference, lag."""
     from pyspark.sql import functions as F
 
@@ -96,7 +102,7 @@ def _none(v: Any) -> Any:
         return v
 
 
-def _verdict_pandas(pdf):
+def _verdict_pandas(pdf: pd.DataFrame) -> pd.DataFrame:
     """applyInPandas body: one group's rows (partitions + facts) in, its verdict out."""
     import pandas as pd
 
@@ -155,7 +161,7 @@ def _int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
-def _group_numbers(parts):
+def _group_numbers(parts: DataFrame) -> DataFrame:
     """Per group: partitions in either store, how many agree, the differences, lags, rates."""
     from pyspark.sql import functions as F
 
@@ -209,7 +215,8 @@ _GROUP_COLUMNS: tuple[str | tuple[str, Any], ...] = (
 )
 
 
-def _group_column(spec: str | tuple[str, Any]):
+def _group_column(spec: str | tuple[str, Any]) -> Column:
+    """One column of the ``groups`` table from its :data:`_GROUP_COLUMNS` entry."""
     from pyspark.sql import functions as F
 
     if isinstance(spec, str):
@@ -220,7 +227,14 @@ def _group_column(spec: str | tuple[str, Any]):
     return F.coalesce(name, F.lit(default)).alias(name)
 
 
-def verdict_tables(zk_offsets, zk_facts, kafka_offsets, kafka_groups, log_ends, ends_known: bool):
+def verdict_tables(
+    zk_offsets: DataFrame,
+    zk_facts: DataFrame,
+    kafka_offsets: DataFrame,
+    kafka_groups: DataFrame,
+    log_ends: DataFrame,
+    ends_known: bool,
+) -> tuple[DataFrame, DataFrame]:
     """The audit's ``partitions`` and ``groups`` tables (stage 4), not yet computed.
 
     A group is audited when ZooKeeper has it or Kafka holds offsets for it; a Kafka group
@@ -251,7 +265,9 @@ def verdict_tables(zk_offsets, zk_facts, kafka_offsets, kafka_groups, log_ends, 
     return parts, groups
 
 
-def activity_table(src, decoded, buckets: int) -> tuple[Any, int]:
+def activity_table(
+    src: DataFrame, decoded: DataFrame, buckets: int
+) -> tuple[DataFrame | None, int]:
     """Kafka commits per group and time bucket (stage 5), and the bucket width in ms.
 
     ``decoded`` is stage 1's table, of the audited groups only. ``buckets`` buckets span

@@ -30,7 +30,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.audit import dump as dumpmod
 from bridge.audit import snapshot as snapmod
@@ -46,6 +46,9 @@ from bridge.audit.sources import (
 )
 
 log = logging.getLogger("bridge.audit")
+
+if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass
@@ -150,7 +153,7 @@ class _Job:
         cfg = self.cfg
         return f"dump {cfg.dump}" if cfg.dump else f"Kafka at {cfg.bootstrap_servers}"
 
-    def audited(self, df):
+    def audited(self, df: DataFrame) -> DataFrame:
         """``df`` restricted to the groups ``--groups`` selects (all when not given)."""
         if self.cfg.groups is None:
             return df
@@ -159,7 +162,7 @@ class _Job:
         return df.where(F.col("group").rlike(f"^(?:{self.cfg.groups})$"))
 
 
-def run(spark, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditResult:
+def run(spark: SparkSession, cfg: AuditConfig, info: dict[str, Any] | None = None) -> AuditResult:
     """The whole audit on an existing Spark session; writes ``cfg.out`` and returns results.
 
     ``info`` is what :func:`check_inputs` returned, when the caller checked before starting
@@ -317,12 +320,12 @@ _VERSIONS_SCHEMA = (
 )
 
 
-def _write(df, path: Path) -> None:
+def _write(df: DataFrame, path: Path) -> None:
     """One Parquet file per table: the tables are small next to the records."""
     df.coalesce(1).write.mode("overwrite").parquet(str(path))
 
 
-def _read(spark, path: Path, groups: list[str] | None) -> list[Any]:
+def _read(spark: SparkSession, path: Path, groups: list[str] | None) -> list[Any]:
     """Rows of a written table, only those of ``groups`` when given."""
     from pyspark.sql import functions as F
 

@@ -17,9 +17,13 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.audit.errors import AuditError
 from bridge.jars import POM_DIR
+
+if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
+    from pyspark.sql import SparkSession
 
 SPARK_POM = POM_DIR / "spark" / "pom.xml"
 DEFAULT_MASTER = "local[2]"
@@ -57,7 +61,7 @@ def _code_zip() -> str:
     return str(path)
 
 
-def active_session():
+def active_session() -> SparkSession | None:
     """The Spark session already running in this process, if any (pyspark may be absent)."""
     try:
         from pyspark.sql import SparkSession
@@ -71,7 +75,7 @@ def spark_session(
     *,
     app_name: str = "kafka-zk-bridge audit",
     conf: dict[str, str] | None = None,
-):
+) -> SparkSession:
     """A Spark session with the Kafka source on its classpath, quiet and tuned for the job.
 
     Local mode uses this Python for workers and binds to loopback. Any other master gets the

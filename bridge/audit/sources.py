@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.audit import dump as dumpmod
 from bridge.audit import snapshot as snapmod
 from bridge.audit.errors import AuditError
+
+if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
+    from pyspark.sql import DataFrame, SparkSession
 
 SNAPSHOT_SCHEMA = (
     "kind STRING, path STRING, group STRING, topic STRING, partition INT, consumer_id STRING, "
@@ -74,8 +77,11 @@ def kafka_options(
 
 
 def kafka_source(
-    spark, bootstrap_servers: str, ranges: dict[str, Any], client: dict[str, Any] | None = None
-):
+    spark: SparkSession,
+    bootstrap_servers: str,
+    ranges: dict[str, Any],
+    client: dict[str, Any] | None = None,
+) -> DataFrame:
     """``__consumer_offsets`` through Spark's Kafka source, as the pipeline's five columns."""
     from pyspark.sql import functions as F
 
@@ -91,7 +97,7 @@ def kafka_source(
     )
 
 
-def dump_source(spark, directory: Path):
+def dump_source(spark: SparkSession, directory: Path) -> DataFrame:
     """A dump written by :func:`bridge.audit.dump.write_dump`, as the pipeline's columns."""
     from pyspark.sql import functions as F
 
@@ -115,7 +121,7 @@ def dump_source(spark, directory: Path):
     )
 
 
-def snapshot_source(spark, directory: Path):
+def snapshot_source(spark: SparkSession, directory: Path) -> DataFrame:
     """A snapshot written by ``zk-bridge snapshot``, as its node table (JSON lines or Parquet)."""
     manifest = snapmod.read_manifest(directory)
     path = str(Path(directory) / manifest["nodes_file"])
