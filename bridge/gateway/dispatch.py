@@ -34,7 +34,7 @@ HANDLERS = {
     2: (ListOffsetsRequest, 0, 1, list_offsets.list_offsets),
     3: (MetadataRequest, 0, 3, meta.metadata),
     8: (OffsetCommitRequest, 0, 2, groups.offset_commit),
-    9: (OffsetFetchRequest, 0, 1, groups.offset_fetch),
+    9: (OffsetFetchRequest, 0, 2, groups.offset_fetch),
     10: (FindCoordinatorRequest, 0, 0, meta.find_coordinator),
     # the group membership of 0.9-0.10 Java consumers, passed through to the coordinator
     11: (JoinGroupRequest, 0, 1, groups.to_coordinator),

@@ -1,4 +1,4 @@
-"""OffsetCommit v0-v1 and OffsetFetch v0-v1: v0 in ZooKeeper, v1 in Kafka.
+"""OffsetCommit v0-v2 and OffsetFetch v0-v2: v0 in ZooKeeper, v1 and later in Kafka.
 
 On old brokers **v0 meant ZooKeeper**: the broker itself wrote the offset (a decimal
 string) to ``/consumers/<group>/offsets/<topic>/<partition>`` and read it back from there
@@ -10,7 +10,9 @@ split one group's offsets between two places. A gateway without ZooKeeper refuse
 partition (UNKNOWN) and logs why. v1 is Kafka storage: sent to the group's coordinator as
 OffsetCommit v5 / OffsetFetch v1 (valid on 3.9 and 4.x); generation -1 and member ''
 (a simple commit) pass through as the client sent them. v1's per-partition commit
-timestamp has no successor upstream; the broker's retention applies.
+timestamp has no successor upstream; the broker's retention applies. OffsetFetch v2 (what
+0.10.2's Scala consumer sends with ``offsets.storage=kafka``) adds a top-level error code
+and "every partition of the group" (no topics); it goes upstream as v2, which 4.x keeps.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 COMMIT_VERSION, FETCH_VERSION = 5, 1
+#: OffsetFetch for every partition of a group (topics null) needs v2 upstream
+FETCH_ALL_VERSION = 2
 
 
 def _zk_path(group: str, topic: str, partition: int) -> str:
@@ -56,6 +60,7 @@ async def _to_coordinator(core: Core, group: str, build):
             code = errors.COORDINATOR_NOT_AVAILABLE
             continue
         codes = {p.error_code for t in response.topics for p in t.partitions}
+        codes.add(getattr(response, "error_code", errors.NONE))  # OffsetFetch v2+
         code = next((c for c in codes if c in errors.COORDINATOR), errors.NONE)
         if code == errors.NONE:
             return errors.NONE, response
@@ -157,26 +162,20 @@ async def _zk_commit(core: Core, request) -> dict:
 async def offset_fetch(core: Core, request, version: int):
     if version == 0:
         found = await _zk_fetch(core, request)
+        top = errors.NONE
     else:
-        upstream = OffsetFetchRequest[FETCH_VERSION](
-            group_id=request.group_id, topics=request.topics
-        )
-        code, response = await _to_coordinator(core, request.group_id, lambda: upstream)
-        found = {None: (-1, "", code)}
-        if response is not None:
-            found.update(
-                {
-                    (t.name, p.partition_index): (p.committed_offset, p.metadata, p.error_code)
-                    for t in response.topics
-                    for p in t.partitions
-                }
-            )
+        top, found = await _kafka_fetch(core, request)
     cls = OffsetFetchResponse[version]
     Topic = cls.OffsetFetchResponseTopic
-    return cls(
+    if request.topics is None:  # v2: every partition the group has an offset for
+        wanted = sorted({tp for tp in found if tp is not None})
+        asked = {t: [p for tt, p in wanted if tt == t] for t, _ in wanted}
+    else:
+        asked = {t.name: list(t.partition_indexes) for t in request.topics}
+    response = cls(
         topics=[
             Topic(
-                name=t.name,
+                name=name,
                 partitions=[
                     Topic.OffsetFetchResponsePartition(
                         partition_index=p,
@@ -184,15 +183,37 @@ async def offset_fetch(core: Core, request, version: int):
                         metadata=metadata,
                         error_code=errors.for_client(code, 9, version),
                     )
-                    for p in t.partition_indexes
+                    for p in partitions
                     for offset, metadata, code in [
-                        found.get((t.name, p), found.get(None, (-1, "", errors.UNKNOWN)))
+                        found.get((name, p), found.get(None, (-1, "", errors.UNKNOWN)))
                     ]
                 ],
             )
-            for t in request.topics or ()
+            for name, partitions in asked.items()
         ]
     )
+    if version >= 2:
+        response.error_code = errors.for_client(top, 9, version)
+    return response
+
+
+async def _kafka_fetch(core: Core, request) -> tuple[int, dict]:
+    """The group's committed offsets at its coordinator: (coordinator error, found)."""
+    every = request.topics is None
+    upstream = OffsetFetchRequest[FETCH_ALL_VERSION if every else FETCH_VERSION](
+        group_id=request.group_id, topics=request.topics
+    )
+    code, response = await _to_coordinator(core, request.group_id, lambda: upstream)
+    found: dict = {None: (-1, "", code)}
+    if response is not None:
+        found.update(
+            {
+                (t.name, p.partition_index): (p.committed_offset, p.metadata, p.error_code)
+                for t in response.topics
+                for p in t.partitions
+            }
+        )
+    return code, found
 
 
 async def _zk_fetch(core: Core, request) -> dict:

@@ -253,17 +253,11 @@ def test_old_consumers_read_every_committed_message_through_the_gateway(
         assert not kafka_offsets(admin, group), "ZooKeeper storage must not reach Kafka"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the 0.10.2.2 consumer with offsets.storage=kafka sends OffsetFetch v2, which the "
-    "gateway does not serve (v0-v1): it closes the connection and the consumer's first "
-    "rebalance never ends",
-)
 def test_dual_commit_puts_the_old_consumers_offsets_in_kafka_too(
     stack, zk, admin, start_bridge, chroot, tmp_path, written
 ):
-    """offsets.storage=kafka with dual.commit.enabled: GroupCoordinator v0, OffsetFetch and
-    OffsetCommit v1 through the gateway. The group is left out of the bridge's group mirror,
+    """offsets.storage=kafka with dual.commit.enabled: GroupCoordinator v0, OffsetFetch v2 and
+    OffsetCommit v2 through the gateway. The group is left out of the bridge's group mirror,
     so the offsets found in Kafka are the ones the consumer committed there."""
     names, sent = written
     group = old_group("kafka")
@@ -271,11 +265,7 @@ def test_dual_commit_puts_the_old_consumers_offsets_in_kafka_too(
     start_gateway_bridge(start_bridge, zk, admin)
     wait_topics(zk, names)
     flags = ["--offsets-storage", "kafka", "--dual-commit", "true"]
-    # its first rebalance takes seconds when it works (a shorter wait while it is expected
-    # to fail)
-    consumers = consume_all(
-        stack, chroot, names, sent, {group: ("legacy", flags)}, tmp_path, ready_s=40
-    )
+    consumers = consume_all(stack, chroot, names, sent, {group: ("legacy", flags)}, tmp_path)
     check_consumed(consumers[group].messages, sent, timestamps="CreateTime")
     ends = committed_ends(sent)
     assert zk_offsets(zk, group, names) == ends

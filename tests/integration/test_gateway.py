@@ -491,6 +491,23 @@ def test_offset_commit_and_fetch_v1_in_kafka(gateway, client, admin, topic_name)
     assert {tp.partition: m.offset for tp, m in in_kafka.items()} == {0: 42, 1: 7}
 
 
+def test_offset_fetch_v2_of_named_and_of_every_partition(client, admin, topic_name):
+    """v2, what 0.10.2's Scala consumer sends with offsets.storage=kafka: named partitions,
+    and (topics null) every partition the group has an offset for, with a top-level error."""
+    topic = _topic(admin, topic_name(), partitions=3)
+    group = topic_name("g")
+    assert _commit(client, 2, group, topic, {0: 5, 2: 9}) == {0: 0, 2: 0}
+    assert _fetch_offsets(client, 2, group, topic, [0, 1, 2]) == {0: (5, 0), 1: (-1, 0), 2: (9, 0)}
+    every = client.send(OffsetFetchRequest[2](group_id=group, topics=None))
+    assert every.error_code == 0
+    got = {
+        (t.name, p.partition_index): p.committed_offset for t in every.topics for p in t.partitions
+    }
+    assert got == {(topic, 0): 5, (topic, 2): 9}
+    nothing = client.send(OffsetFetchRequest[2](group_id=topic_name("none"), topics=None))
+    assert (nothing.error_code, nothing.topics) == (0, [])
+
+
 def test_offset_commit_and_fetch_v0_in_zookeeper(client, admin, zk, topic_name):
     """v0 is ZooKeeper storage, as on old brokers: the node the old consumer reads."""
     topic = _topic(admin, topic_name())
