@@ -64,6 +64,27 @@ def stack():
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def stack4():
+    """One Kafka 4.x stack (the newest 4 release) for every 4.x module of the session, as
+    ``stack`` is for 3.9; modules run on it by overriding ``stack`` with it. Set
+    ``KZB_STACK4_DIR`` to reuse a 4.x stack that is already up (it is then left running)."""
+    from bridge.devstack import Devstack
+    from bridge.devstack.stack import private_stack
+
+    existing = os.environ.get("KZB_STACK4_DIR")
+    if existing:
+        s = Devstack(existing, kafka_version="4.x")
+        s.up()
+        yield s
+        return
+    s = private_stack("kzb-stack4-", kafka_version="4.x")
+    try:
+        yield s
+    finally:
+        s.discard()
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

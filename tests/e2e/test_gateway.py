@@ -25,7 +25,6 @@ from kafka.admin import NewTopic
 from bridge.cli import STOP_GRACE_S
 from bridge.devstack.legacy import LegacyConsumerProcess
 from bridge.devstack.legacy_producer import message, produce_legacy
-from bridge.devstack.stack import Devstack, private_stack
 from tests.conftest import wait_for
 from tests.e2e.legacy_io import (
     TS_BASE,
@@ -44,18 +43,9 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4")
 
 
 @pytest.fixture(scope="module")
-def stack():
-    existing = os.environ.get("KZB_STACK4_DIR")
-    if existing:
-        s = Devstack(existing, kafka_version="4.x")
-        s.up()
-        yield s
-        return
-    s = private_stack("kzb-stack4-", kafka_version="4.x")
-    try:
-        yield s
-    finally:
-        s.discard()
+def stack(stack4):
+    """This module on the session's Kafka 4.x stack (conftest's ``stack4``)."""
+    return stack4
 
 
 def old_group(name: str) -> str:

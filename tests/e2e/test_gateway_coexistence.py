@@ -11,11 +11,8 @@ reuse a 4.x stack that is already up.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from bridge.devstack.stack import Devstack, private_stack
 from tests.conftest import BridgeProcess
 from tests.e2e.test_coexistence import (  # noqa: F401 - collected again, through the gateway
     test_old_and_new_consumers_share_a_group_without_double_ownership,
@@ -25,18 +22,9 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def stack():
-    existing = os.environ.get("KZB_STACK4_DIR")
-    if existing:
-        s = Devstack(existing, kafka_version="4.x")
-        s.up()
-        yield s
-        return
-    s = private_stack("kzb-stack4-", kafka_version="4.x")
-    try:
-        yield s
-    finally:
-        s.discard()
+def stack(stack4):
+    """This module on the session's Kafka 4.x stack (conftest's ``stack4``)."""
+    return stack4
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ them: what these tests see through the gateway is the gateway's doing.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -25,7 +24,6 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from bridge.config import KafkaSettings
-from bridge.devstack.stack import Devstack, private_stack
 from bridge.gateway.server import Gateway
 from tests.conftest import wait_for
 from tests.integration.old_client import OldClient
@@ -34,18 +32,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def stack():
-    existing = os.environ.get("KZB_STACK4_DIR")
-    if existing:
-        s = Devstack(existing, kafka_version="4.x")
-        s.up()
-        yield s
-        return
-    s = private_stack("kzb-stack4-", kafka_version="4.x")
-    try:
-        yield s
-    finally:
-        s.discard()
+def stack(stack4):
+    """This module on the session's Kafka 4.x stack (conftest's ``stack4``)."""
+    return stack4
 
 
 @pytest.fixture

@@ -11,11 +11,8 @@ that is already up.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from bridge.devstack.stack import Devstack, private_stack
 from tests.integration.test_group_mirror import (  # noqa: F401 - collected again on 4.x
     test_groups_mirror_joins_leaves_commits_and_deletion,
 )
@@ -32,18 +29,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def stack():
-    existing = os.environ.get("KZB_STACK4_DIR")
-    if existing:
-        s = Devstack(existing, kafka_version="4.x")
-        s.up()
-        yield s
-        return
-    s = private_stack("kzb-stack4-", kafka_version="4.x")
-    try:
-        yield s
-    finally:
-        s.discard()
+def stack(stack4):
+    """This module on the session's Kafka 4.x stack (conftest's ``stack4``)."""
+    return stack4
 
 
 def test_the_stack_runs_kafka_4(stack, admin):
