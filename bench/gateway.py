@@ -38,11 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka import KafkaAdminClient, KafkaProducer
-from kafka.admin import NewTopic
-from kafka.errors import UnknownBrokerIdError
 from kazoo.client import KazooClient
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from bench import create_topic
 from bridge.devstack.legacy import LegacyConsumerProcess
 from bridge.devstack.legacy_producer import produce_legacy
 
@@ -78,19 +76,6 @@ def payload(rng: random.Random, size: int) -> bytes:
 
 
 WORDS = [f"w{n:x}{'abcdefgh'[n % 8] * (n % 5)}" for n in range(4096)]
-
-
-def create_topic(admin: KafkaAdminClient, name: str) -> None:
-    """Right after a stack starts, kafka-python's admin client may not yet know the broker it
-    names as controller (UnknownBrokerIdError, as bench.offsets met): retried for a while."""
-    for attempt in Retrying(
-        retry=retry_if_exception_type(UnknownBrokerIdError),
-        stop=stop_after_delay(30),
-        wait=wait_fixed(0.5),
-        reraise=True,
-    ):
-        with attempt:
-            admin.create_topics([NewTopic(name, PARTITIONS, 1)])
 
 
 def fill(bootstrap: str, topic: str, codec: str, count: int, size: int) -> None:
@@ -351,7 +336,7 @@ def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[
             advertised(stack.zk_connect, b)
         for codec in args.codecs:
             topic = f"bench-gw-{codec}-{uuid.uuid4().hex[:6]}"
-            create_topic(admin, topic)
+            create_topic(admin, topic, PARTITIONS)
             t0 = time.monotonic()
             fill(stack.bootstrap_servers, topic, codec, count, args.message_bytes)
             print(
@@ -363,7 +348,7 @@ def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[
                 pids = broker_pids(stack) + ([b.proc.pid] if path == "gateway" else [])
                 boot = ",".join(f"{h}:{p}" for h, p in advertised(stack.zk_connect, b)[:1])
                 target = f"{topic}-p{path}"
-                create_topic(admin, target)
+                create_topic(admin, target, PARTITIONS)
                 r = produce(
                     boot,
                     target,
@@ -386,7 +371,7 @@ def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[
                 print(row(f"{label} {codec} {path}", r), flush=True)
         if args.consumers and direct:
             topic = f"bench-gw-rss-{uuid.uuid4().hex[:6]}"
-            create_topic(admin, topic)
+            create_topic(admin, topic, PARTITIONS)
             fill(stack.bootstrap_servers, topic, "lz4", count // 4, args.message_bytes)
             g = bridges["gateway"]
             peak = peak_rss(stack.zk_connect + g.chroot, topic, args.consumers, g, workdir)

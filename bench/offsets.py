@@ -51,17 +51,16 @@ from itertools import accumulate
 from pathlib import Path
 
 from kafka import KafkaAdminClient, TopicPartition
-from kafka.admin import NewTopic
-from kafka.errors import KafkaError, UnknownBrokerIdError
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.serialization import Watch
 from kazoo.protocol.states import EventType, WatchedEvent
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 import zkpaths
+from bench import create_topic
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_RATE = 5000.0  # offset updates/s the mirror must sustain ...
@@ -617,16 +616,7 @@ class OffsetBench:
         return self.raw.ceiling(self.connect, root, self.G * self.P, seconds)
 
     def prepare(self) -> None:
-        # right after a fresh stack starts, the admin client's metadata may not yet know the
-        # broker it names as controller (UnknownBrokerIdError): retried for a while
-        for attempt in Retrying(
-            retry=retry_if_exception_type(UnknownBrokerIdError),
-            stop=stop_after_delay(30),
-            wait=wait_fixed(0.5),
-            reraise=True,
-        ):
-            with attempt:
-                self.admin.create_topics([NewTopic(self.topic, self.P, 1)])
+        create_topic(self.admin, self.topic, self.P)
         # watches are set before anything is mirrored, so no change goes unseen
         self.watch.start()
         self.committer = Committer(
