@@ -21,6 +21,7 @@ import uuid
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from bridge.cli import STOP_GRACE_S
 from bridge.devstack.legacy import LegacyConsumerProcess
@@ -116,11 +117,22 @@ def zk_offsets(zk, group: str, topics: list[str]) -> dict[tuple[str, int], int]:
 
 
 def kafka_offsets(admin, group: str) -> dict[tuple[str, int], int]:
-    return {
-        (tp.topic, tp.partition): om.offset
-        for tp, om in admin.list_group_offsets({group: None})[group].items()
-        if om.offset >= 0
-    }
+    """The group's committed offsets in Kafka. A retriable answer is asked again: on a fresh
+    cluster whose ``__consumer_offsets`` no group has used yet, FindCoordinator answers
+    COORDINATOR_NOT_AVAILABLE while the topic is created (seen in a clean-clone CI run)."""
+
+    def read() -> tuple[dict[tuple[str, int], int]] | None:
+        try:
+            found = admin.list_group_offsets({group: None})[group]
+        except KafkaError as exc:
+            if exc.retriable:
+                return None
+            raise
+        return (
+            {(tp.topic, tp.partition): om.offset for tp, om in found.items() if om.offset >= 0},
+        )
+
+    return wait_for(read, 60, interval=0.5, what=f"committed offsets of {group} in Kafka")[0]
 
 
 def test_the_registry_publishes_the_gateway_and_keeps_the_rest(
