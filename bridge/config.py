@@ -224,6 +224,10 @@ class RegistrySettings(_Section):
     #: whose endpoints /brokers/ids publishes: the brokers' own (or legacy_bootstrap_servers'),
     #: or the legacy gateway's (flow F6: old clients then talk to the gateway only)
     advertise: Literal["brokers", "gateway"] = "brokers"
+    #: the /brokers/ids JSON version written: 4 (0.8.x and 0.9.0.1+ read it, as do current
+    #: tools), or 2 when 0.9.0.0 clients run (its parser throws on versions other than 1
+    #: and 2); v2 has no rack and no listener map (docs/compatibility.md)
+    broker_json_version: Literal[2, 4] = 4
 
     @field_validator("legacy_bootstrap_servers")
     @classmethod

@@ -248,6 +248,7 @@ class Bridge:
                         s.kafka.security_protocol,
                         legacy_admin=self.legacy_admin,
                         gateway=self.gateway if s.registry.advertise == "gateway" else None,
+                        broker_json_version=s.registry.broker_json_version,
                     ),
                     s.registry.poll_interval_s,
                 )

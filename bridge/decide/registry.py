@@ -119,8 +119,13 @@ def decide_registry(
     current: Mapping[str, Node],
     owned: AbstractSet[str],
     now_ms: int,
+    *,
+    broker_json_version: int = 4,
 ) -> RegistryDecision:
-    """The registry nodes for ``view``; ``current`` and ``owned`` come from ZooKeeper."""
+    """The registry nodes for ``view``; ``current`` and ``owned`` come from ZooKeeper.
+
+    ``broker_json_version`` (``registry.broker_json_version``): 4, or 2 for a fleet with
+    0.9.0.0 clients, whose parser throws on anything but v1 and v2; v2 carries no rack."""
     decision = RegistryDecision()
     live, decision.bad_nodes = foreign_brokers(current, owned)
     if live:
@@ -143,7 +148,8 @@ def decide_registry(
             [f"{broker.security_protocol}://{broker.host}:{broker.port}"],
             listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
             timestamp_ms=now_ms,
-            rack=broker.rack,
+            rack=broker.rack if broker_json_version >= 3 else None,
+            version=broker_json_version,
         )
         fresh = zkpaths.encode_broker(reg)
         ts = _timestamp(current.get(path), fresh, now_ms, broker.broker_id)

@@ -86,6 +86,7 @@ class RegistryFlow:
         security_protocol: str = "PLAINTEXT",
         legacy_admin: KafkaAdminClient | None = None,
         gateway: GatewayEndpoints | None = None,
+        broker_json_version: int = 4,
     ) -> None:
         self.zk = zk
         self.admin = admin
@@ -95,6 +96,8 @@ class RegistryFlow:
         self.legacy_admin = legacy_admin
         #: with ``registry.advertise = "gateway"``: /brokers/ids publishes its endpoints
         self.gateway = gateway
+        #: ``registry.broker_json_version``: what every configured old client can parse
+        self.broker_json_version = broker_json_version
         self._no_legacy_endpoint: frozenset[int] = frozenset()
         self.quorum = Quorum()
         self.known: dict[str, Node] = {}
@@ -119,7 +122,13 @@ class RegistryFlow:
         cluster = read_cluster(self.admin, self.security_protocol, self.quorum)
         view = self._published(self._debounced(cluster))
         owned = self.owned()
-        decision = decide_registry(view, self.known, owned, int(time.time() * 1000))
+        decision = decide_registry(
+            view,
+            self.known,
+            owned,
+            int(time.time() * 1000),
+            broker_json_version=self.broker_json_version,
+        )
         for bad in decision.bad_nodes:
             self._report_once(bad.path, "bad node left alone: %s", bad.reason, "bad_node")
         if decision.refusal:

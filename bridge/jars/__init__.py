@@ -20,7 +20,16 @@ POM_DIR = Path(__file__).with_name("poms")
 #: (the 0.10.2.2 Scala high-level consumer and Java producer used by end-to-end tests),
 #: "legacy082" (the 0.8.2.2 Scala consumer, the oldest client they run), "spark" (Spark's
 #: Kafka source for the audit pipeline).
-CLASSPATHS = ("kafka", "kafka4", "legacy", "legacy082", "spark")
+CLASSPATHS = (
+    "kafka",
+    "kafka4",
+    "legacy",
+    "legacy082",
+    "legacy0900",
+    "legacy0901",
+    "legacy0113",
+    "spark",
+)
 
 # Two SLF4J bindings on one classpath make every JVM print warnings; the stack logs
 # through reload4j, so logback (pulled in by ZooKeeper 3.8) is left out.

@@ -52,6 +52,24 @@ def test_brokers_are_v4_with_host_and_port_and_ephemeral():
     assert json.loads(d["/brokers/ids/2"].data)["rack"] == "r2"
 
 
+def test_broker_json_version_2_for_0_9_0_0_clients():
+    """registry.broker_json_version = 2: what 0.9.0.0 parses; the rack (v3+) is left out."""
+    d = decide_registry(view(), {}, set(), NOW, broker_json_version=2).desired
+    for bid, host in ((1, "10.0.0.1"), (2, "10.0.0.2")):
+        assert json.loads(d[f"/brokers/ids/{bid}"].data) == {
+            "endpoints": [f"PLAINTEXT://{host}:9092"],
+            "jmx_port": -1,
+            "port": 9092,
+            "host": host,
+            "version": 2,
+            "timestamp": str(NOW),
+        }
+    # an unchanged v2 registration keeps its timestamp, as v4 does
+    current = {"/brokers/ids/1": Node(d["/brokers/ids/1"].data, ephemeral_owner=7)}
+    later = decide_registry(view(), current, {"/brokers/ids/1"}, NOW + 5, broker_json_version=2)
+    assert later.desired["/brokers/ids/1"].data == d["/brokers/ids/1"].data
+
+
 def test_topics_states_controller_and_cluster_id():
     d = decide_registry(view(), {}, set(), NOW).desired
     topic = zkpaths.decode_topic(d["/brokers/topics/orders"].data)

@@ -57,6 +57,43 @@ def test_v2_without_map_resolves_listeners_named_after_protocols() -> None:
     assert (reg.host, reg.port) == ("h2", 9092)
 
 
+def test_v2_is_written_as_0_9_brokers_wrote_it() -> None:
+    """The six keys of 0.9.0.0's ``ZkUtils.registerBrokerInZk`` (``Json.encode(Map("version"
+    -> 2, "host", "port", "endpoints", "jmx_port", "timestamp"))`` at tag 0.9.0.0); no map,
+    no rack. The real 0.9.0.0 parser reads it: tests/integration/test_broker_json_readers."""
+    reg = BrokerRegistration.from_endpoints(
+        3, ["PLAINTEXT://h3:9092", "SSL://h3:9093"], timestamp_ms=1400000000000
+    )
+    doc = json.loads(encode_broker(reg, version=2))
+    assert doc == {
+        "version": 2,
+        "host": "h3",
+        "port": 9092,
+        "endpoints": ["PLAINTEXT://h3:9092", "SSL://h3:9093"],
+        "jmx_port": -1,
+        "timestamp": "1400000000000",
+    }
+    back = decode_broker(3, encode_broker(reg, version=2))
+    assert (back.version, back.endpoints, back.host, back.port) == (
+        2,
+        reg.endpoints,
+        "h3",
+        9092,
+    )
+    assert back.security_protocol("SSL") == "SSL"
+
+
+def test_v2_refuses_what_it_cannot_say() -> None:
+    racked = BrokerRegistration.from_endpoints(1, ["PLAINTEXT://h:1"], rack="r1")
+    with pytest.raises(ValueError, match="no rack"):
+        encode_broker(racked, version=2)
+    named = BrokerRegistration.from_endpoints(
+        1, ["CLIENT://h:1"], listener_security_protocol_map={"CLIENT": "PLAINTEXT"}
+    )
+    with pytest.raises(ValueError, match="listener 'CLIENT' is not named after"):
+        encode_broker(named, version=2)
+
+
 def test_v3_rack() -> None:
     reg = decode_broker(3, V3)
     assert (reg.version, reg.rack) == (3, "dc1")
@@ -160,8 +197,8 @@ def test_encode_rejects_bad_fields() -> None:
         encode_broker(BrokerRegistration(1, None, -1, ("X://h:1",)))
     with pytest.raises(ValueError, match="jmx_port"):
         encode_broker(BrokerRegistration(**{**good.__dict__, "jmx_port": True}))
-    with pytest.raises(ValueError, match="v4 or v5"):
-        encode_broker(good, version=2)
+    with pytest.raises(ValueError, match="v2, v4 or v5"):
+        encode_broker(good, version=3)
     with pytest.raises(ValueError, match="not LISTENER"):
         encode_broker(BrokerRegistration(1, None, -1, ("nonsense",)))
     with pytest.raises(ValueError, match="min_version <= max_version"):

@@ -6,14 +6,17 @@ Decoding follows ``BrokerIdZNode.decode`` (Kafka 3.9): v1 carries only ``host``/
 Kafka 3.9 accepts any version >= 1; this decoder accepts only the five that exist, so a
 future format is reported instead of half-read.
 
-Encoding writes v4 by default, the format the widest range of legacy readers accepts
-(0.9.0.0 readers choke on v3+, but 0.9.0.1 fixed that and 0.8 readers only look at
-``host``/``port``). As Kafka does, the top-level ``host``/``port`` are taken from the first
-PLAINTEXT endpoint (else ``null``/``-1``), ``timestamp`` is a string, ``rack`` appears only
-when set and ``features`` only in v5. Keys come in the order Kafka 3.9 (Scala 2.13 build)
-writes them, checked against ``kafka_2.13-3.9.1``, so the bytes match what a real broker
-would hold. (0.10-2.x brokers, built with Scala 2.11/2.12, used another order; readers do
-not care.)
+Encoding writes v4 by default, or v2 for a fleet with 0.9.0.0 clients: 0.9.0.0's
+``Broker.createBroker`` throws on any version but 1 and 2, 0.9.0.1 and later read any
+version >= 1 (v1: ``host``/``port``, else ``endpoints``), 0.8 reads only ``host``/``port``
+(docs/compatibility.md). v2 is what 0.9 brokers wrote: ``version``, ``host``, ``port``,
+``endpoints``, ``jmx_port``, ``timestamp``, with no protocol map (so every listener must be
+named after its security protocol) and no rack (v3). As Kafka does, the top-level
+``host``/``port`` are taken from the first PLAINTEXT endpoint (else ``null``/``-1``),
+``timestamp`` is a string, ``rack`` appears only when set and ``features`` only in v5.
+Keys come in the order Kafka 3.9 (Scala 2.13 build) writes them, checked against
+``kafka_2.13-3.9.1``, so the bytes match what a real broker would hold. (0.10-2.x
+brokers, built with Scala 2.11/2.12, used another order; readers do not care.)
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from zkpaths.codecs.endpoints import (
 )
 
 BROKER_VERSIONS = (1, 2, 3, 4, 5)
-WRITABLE_BROKER_VERSIONS = (4, 5)
+WRITABLE_BROKER_VERSIONS = (2, 4, 5)
 
 _KEY_ORDER = (
     "features",
@@ -149,15 +152,17 @@ def _first_plaintext(parsed: list[Endpoint], protocols: list[str]) -> Endpoint |
 
 
 def encode_broker(reg: BrokerRegistration, *, version: int | None = None) -> bytes:
-    """The JSON a broker writes for ``reg``: v4 unless ``version`` (or ``reg.version``) is 5.
+    """The JSON a broker writes for ``reg``: v4 unless ``version`` (or ``reg.version``) is 2
+    or 5.
 
     ``reg.host``/``reg.port`` are not written as given: like Kafka, the encoder derives them
-    from the first PLAINTEXT endpoint. Raises :class:`ValueError` naming the bad field.
+    from the first PLAINTEXT endpoint. Raises :class:`ValueError` naming the bad field (v2:
+    also a rack or a listener not named after its security protocol, which v2 cannot say).
     """
     if version is None:
         version = reg.version if reg.version in WRITABLE_BROKER_VERSIONS else 4
     if version not in WRITABLE_BROKER_VERSIONS:
-        raise ValueError(f"broker registrations are written as v4 or v5, not v{version}")
+        raise ValueError(f"broker registrations are written as v2, v4 or v5, not v{version}")
     _check_int(reg.broker_id, "broker_id", 0, INT32_MAX)
     _check_int(reg.jmx_port, "jmx_port", INT32_MIN, INT32_MAX)
     _check_int(reg.timestamp_ms, "timestamp_ms", 0, INT64_MAX)
@@ -176,11 +181,27 @@ def encode_broker(reg: BrokerRegistration, *, version: int | None = None) -> byt
         "port": plaintext.port if plaintext else -1,
         "version": version,
     }
+    if version == 2:
+        _check_v2(reg, parsed, protocols)
+        del doc["listener_security_protocol_map"]
     if reg.rack is not None:
         doc["rack"] = reg.rack
     if version >= 5:
         doc["features"] = {name: _check_feature(name, v) for name, v in reg.features.items()}
     return dumps({key: doc[key] for key in _KEY_ORDER if key in doc})
+
+
+def _check_v2(reg: BrokerRegistration, parsed: list[Endpoint], protocols: list[str]) -> None:
+    """v2 has no ``rack`` (v3) and no protocol map (v4): readers take the listener name as
+    the security protocol."""
+    if reg.rack is not None:
+        raise ValueError(f"broker JSON v2 has no rack (v3+), got rack {reg.rack!r}")
+    for endpoint, protocol in zip(parsed, protocols, strict=True):
+        if endpoint.listener != protocol:
+            raise ValueError(
+                f"broker JSON v2 has no listener_security_protocol_map: listener "
+                f"{endpoint.listener!r} is not named after its protocol {protocol}"
+            )
 
 
 def _check_int(value: object, name: str, lo: int, hi: int) -> None:
