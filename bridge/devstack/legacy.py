@@ -1,8 +1,11 @@
-"""The real old Scala high-level consumer (Kafka 0.10.2.2), driven through a Java harness.
+"""The real old Scala high-level consumers (Kafka 0.8.2.2 to 0.11.0.3), driven through a Java
+harness.
 
-``LegacyConsumer.java`` (next to this module, in ``harness/``) is compiled once against the
-cached legacy classpath; ``LegacyConsumerProcess`` runs it and parses its stdout protocol
-(``MSG <thread> <topic> <partition> <offset> <wall_ms> <value>`` ...) on a reader thread.
+``LegacyConsumer.java`` (next to this module, in ``harness/``) is compiled once per release
+against its cached classpath (``SCALA_CONSUMERS``; the 0.10-only timestamp is looked up
+reflectively, so one source builds against each); ``LegacyConsumerProcess`` runs it and
+parses its stdout protocol (``MSG <thread> <topic> <partition> <offset> <wall_ms> <value>``
+...) on a reader thread.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ from bridge.devstack.stack import StackError, _java
 from bridge.jars import cache_root, ensure_classpath
 
 HARNESS = Path(__file__).with_name("harness") / "LegacyConsumer.java"
+
+#: every old Scala high-level consumer release tested, oldest first -> its classpath
+#: (``bridge/jars/poms/<name>``): the last of each line from Maven Central
+SCALA_CONSUMERS = {
+    "0.8.2.2": "legacy082",
+    "0.9.0.0": "legacy0900",
+    "0.9.0.1": "legacy0901",
+    "0.10.2.2": "legacy",
+    "0.11.0.3": "legacy0113",
+}
 
 #: old-consumer settings a migration needs (docs/coexistence.md): rebalance retries that
 #: outlast a new member's rejoin, and a ZooKeeper session no longer than the proxies'
@@ -153,7 +166,7 @@ class ConsumerProcess:
 
 class LegacyConsumerProcess(ConsumerProcess):
     """One JVM running the old Scala consumer with the given flags: 0.10.2.2 (``jars``
-    "legacy"), or 0.8.2.2 ("legacy082")."""
+    "legacy"), or another release's classpath from ``SCALA_CONSUMERS``."""
 
     def __init__(
         self,
