@@ -432,3 +432,21 @@ def summarize_group(value: GroupMetadataValue) -> GroupSummary:
         tuple(sorted(assigned)),
         tuple(bad),
     )
+
+
+# -- what a follower of the topic needs from the newer keys ------------------------------------
+
+#: key versions of the next-generation consumer group's records (KIP-848); each key starts
+#: with the group id, non-flexible (Kafka 3.9's ``ConsumerGroup*Key.json``, versions 3-8)
+CONSUMER_GROUP_KEY_VERSIONS = (3, 4, 5, 6, 7, 8)
+
+
+def consumer_group_key_group(data: bytes) -> str | None:
+    """The group id of a next-generation consumer group record's key, None for any other
+    key; raises :class:`RecordError` for a key of those versions that is cut short."""
+    r = Reader(bytes(data), "__consumer_offsets key")
+    version = r.int16()
+    if version not in CONSUMER_GROUP_KEY_VERSIONS:
+        return None
+    r.what = f"{NEWER_KEY_NAMES[version]} (key v{version})"
+    return r.string("group id")

@@ -1,0 +1,278 @@
+"""Follows ``__consumer_offsets``: which groups changed, as they change (issue 14).
+
+Every offset commit and every group metadata change is a record of that compacted topic,
+so reading it says *which* groups changed without asking the group APIs about every group
+on every tick. It only triggers: what the bridge writes still comes from the group APIs
+(``groups.read_groups``), re-read for the groups the records name.
+
+The follower is a plain consumer without a group: it assigns itself every partition of the
+topic and keeps its positions in memory (``positions()``, to save and start from again).
+It reads committed data only (``read_committed``: an aborted transactional commit never
+took effect). Compaction keeps the latest record of every key and moves no record past
+it, so a follower that starts from the beginning, or from positions it returned earlier,
+sees the latest record of every key it has not seen yet; a position the log no longer has
+(a truncated replica) starts that partition over from the beginning. Leader moves are the
+client's business (it refreshes metadata on NOT_LEADER and goes on from its position).
+
+Records are decoded with the audit's decoders (:mod:`bridge.audit.records`). A record of a
+version this code does not read, or bytes that do not decode, is reported once (one log
+line naming the partition and offset where it was first seen, and counted) and skipped
+(I5); when its key still names a group, that group is reported as changed, so the group
+APIs are asked about it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTP
+
+from bridge.audit.records import (
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    UnknownKey,
+    UnknownValue,
+    consumer_group_key_group,
+    decode_key,
+    decode_value,
+)
+from bridge.audit.wire import RecordError
+from bridge.metrics import METRICS
+from zkpaths import TopicPartition
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+#: key versions of share groups (KIP-932): the bridge mirrors no share group
+SHARE_GROUP_KEY_VERSIONS = (9, 10, 11)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitted:
+    """A committed offset of one partition of a group; ``offset`` None: the commit was
+    removed (expired, deleted, or its group deleted)."""
+
+    group: str
+    partition: TopicPartition
+    offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChanged:
+    """A group's metadata (members, generation, assignment) changed; ``deleted`` when the
+    record is the group's tombstone."""
+
+    group: str
+    deleted: bool = False
+
+
+Event = OffsetCommitted | GroupChanged
+Start = Literal["beginning", "end"]
+Report = Callable[[str, str], None]
+
+
+def _log_report(subject: str, message: str) -> None:
+    METRICS.node_problems.labels(flow="offsets_log", kind="record").inc()
+    log.warning("%s: %s", subject, message)
+
+
+class OffsetsLogFollower:
+    """A read-only consumer of ``topic`` (``__consumer_offsets``; tests follow a copy)
+    turning its records into :data:`Event`s.
+
+    ``start``: "beginning" (every latest record per key), "end" (only what comes next;
+    for a caller that reads the present state some other way right after) or positions
+    per partition as :meth:`positions` returned them (partitions missing start at the
+    beginning). ``report(subject, message)`` hears of each skipped kind of record once.
+    With ``partitions`` (the topic's partition count) it starts at once; else with ``wait``
+    it waits (at most ``timeout_s``) for the topic; else it follows nothing until
+    :meth:`assign` (a bridge learns the count from its own bounded metadata reads: the
+    client's own lookup blocks without a bound).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        *,
+        topic: str = OFFSETS_TOPIC,
+        start: Start | Mapping[int, int] = "end",
+        client_options: Mapping[str, Any] | None = None,
+        timeout_s: float = 30.0,
+        report: Report = _log_report,
+        partitions: int | None = None,
+        wait: bool = True,
+    ) -> None:
+        servers = bootstrap_servers
+        self.topic = topic
+        self.report = report
+        self.timeout_s = timeout_s
+        self._reported: set[str] = set()
+        self._positions: dict[int, int] = {}
+        self._ends: dict[int, int] = {}
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=servers.split(",") if isinstance(servers, str) else servers,
+            group_id=None,
+            enable_auto_commit=False,
+            isolation_level="read_committed",
+            exclude_internal_topics=False,
+            auto_offset_reset="earliest",
+            **dict(client_options or {}),
+        )
+        self._start = start
+        self.assigned = False
+        try:
+            if partitions is not None:
+                self.assign(partitions)
+            elif wait:
+                self.assign(len(self._partitions()))
+        except BaseException:
+            self.consumer.close()
+            raise
+
+    def assign(self, partitions: int) -> None:
+        """Start following the topic's ``partitions`` partitions, positioned as ``start``
+        said (the topic exists once some group has asked for its coordinator)."""
+        tps = [KafkaTP(self.topic, p) for p in range(partitions)]
+        start = self._start
+        self.consumer.assign(tps)
+        timeout_ms = int(self.timeout_s * 1000)
+        ends = self.consumer.end_offsets(tps, timeout_ms=timeout_ms)
+        self._ends = {tp.partition: off for tp, off in ends.items()}
+        if start == "end":
+            for tp in tps:  # explicit: the positions are fixed before the caller reads
+                self.consumer.seek(tp, self._ends[tp.partition])
+                self._positions[tp.partition] = self._ends[tp.partition]
+            self.assigned = True
+            return
+        saved = {} if start == "beginning" else dict(start)
+        fresh = [tp for tp in tps if tp.partition not in saved]
+        if fresh:
+            self.consumer.seek_to_beginning(*fresh)
+        for tp in tps:
+            if tp.partition in saved:
+                self.consumer.seek(tp, saved[tp.partition])
+                self._positions[tp.partition] = saved[tp.partition]
+        self.assigned = True
+
+    def _partitions(self) -> list[int]:
+        """The topic's partitions, waiting (bounded) for the client's first metadata."""
+
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            parts = self.consumer.partitions_for_topic(self.topic)
+            if parts:
+                return sorted(parts)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {self.topic} not found within {self.timeout_s:g}s")
+            time.sleep(0.2)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def poll(self, timeout_ms: int = 0, max_records: int = 100_000) -> list[Event]:
+        """The events of the records fetched by now (waiting at most ``timeout_ms`` for
+        the first), in log order per partition."""
+        if not self.assigned:
+            return []
+        fetched = self.consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
+        events: list[Event] = []
+        for tp, records in fetched.items():
+            for rec in records:
+                event = self._event(tp.partition, rec.offset, rec.key, rec.value)
+                if event is not None:
+                    events.append(event)
+                self._positions[tp.partition] = rec.offset + 1
+        return events
+
+    def changed_groups(self, timeout_ms: int = 0) -> set[str]:
+        """The groups that the records fetched by now name (see :meth:`poll`)."""
+        return {e.group for e in self.poll(timeout_ms)}
+
+    def positions(self) -> dict[int, int]:
+        """Per partition, the offset after the last record read (or where it started): a
+        follower started from these misses nothing this one has not seen."""
+        return dict(self._positions)
+
+    def caught_up(self) -> bool:
+        """Every partition read up to where its log ended when the follower started."""
+        for p, end in self._ends.items():
+            tp = KafkaTP(self.topic, p)
+            if self._positions.get(p, -1) < end and self.consumer.position(tp) < end:
+                return False
+        return True
+
+    def close(self) -> None:
+        self.consumer.close(autocommit=False)
+
+    # -- decoding --------------------------------------------------------------------------
+
+    def _event(self, partition: int, offset: int, key: bytes | None, value: bytes | None):
+        """One record's event, or None; a skipped kind of record is reported once."""
+        event, skipped = record_event(key, value)
+        if skipped is not None and skipped.kind not in self._reported:
+            self._reported.add(skipped.kind)
+            self.report(f"{self.topic}-{partition} offset {offset}", skipped.message)
+        return event
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Why (part of) a record was not read: ``kind`` is what reports are deduplicated on."""
+
+    kind: str
+    message: str
+
+
+def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, Skipped | None]:
+    """The event of one record of the topic, and what of it was skipped (pure).
+
+    A value this code cannot read under a key naming a group still yields
+    ``GroupChanged``: the group APIs then say what it is."""
+    if key is None:
+        return None, Skipped("no key", "a record without a key: skipped")
+    try:
+        k = decode_key(key)
+    except RecordError as exc:
+        return None, Skipped(f"key: {exc}", f"undecodable key, skipped: {exc}")
+    if isinstance(k, UnknownKey):
+        return _other_key(k, key)
+    try:
+        v = decode_value(k, value)
+    except RecordError as exc:
+        return GroupChanged(k.group), Skipped(
+            str(exc), f"undecodable value ({exc}): skipped, the group is read again"
+        )
+    if isinstance(v, UnknownValue):
+        kind = "offset commit" if isinstance(k, OffsetCommitKey) else "group metadata"
+        return GroupChanged(k.group), Skipped(
+            f"{kind} value v{v.version}",
+            f"{kind} value v{v.version} is newer than this bridge reads: skipped, the group "
+            "is read again",
+        )
+    if isinstance(k, GroupMetadataKey):
+        return GroupChanged(k.group, deleted=v is None), None
+    assert isinstance(k, OffsetCommitKey)
+    offset = v.offset if isinstance(v, OffsetCommitValue) else None
+    return OffsetCommitted(k.group, TopicPartition(k.topic, k.partition), offset), None
+
+
+def _other_key(k: UnknownKey, raw: bytes) -> tuple[Event | None, Skipped | None]:
+    """A next-generation consumer group's record names its group; others are skipped."""
+    try:
+        group = consumer_group_key_group(raw)
+    except RecordError as exc:
+        return None, Skipped(f"key: {exc}", f"undecodable key, skipped: {exc}")
+    if group is not None:
+        return GroupChanged(group), None
+    if k.version in SHARE_GROUP_KEY_VERSIONS:
+        return None, None  # share groups are not mirrored: nothing to report
+    return None, Skipped(
+        f"key v{k.version}",
+        f"record with key v{k.version} is newer than this bridge reads: skipped",
+    )
