@@ -8,7 +8,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -31,6 +31,7 @@ from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
 from bridge.zookeeper.writer import BatchRejected, OperatorWriter
 from zkpaths import TopicPartition
+from zkpaths.dialects import Member, member_threads
 
 
 @dataclass
@@ -48,6 +49,37 @@ class GroupState:
     kafka_offsets: dict[TopicPartition, int]
     zk_owners: dict[TopicPartition, str]
     kafka_owners: dict[TopicPartition, str]
+    members: dict[str, Member] = field(default_factory=dict)  # ZooKeeper consumers
+
+    @property
+    def dialects(self) -> str:
+        """The dialects of the group's ZooKeeper consumers, e.g. ``kafka-node``, or ``-``."""
+        return ",".join(sorted({m.dialect for m in self.members.values()})) or "-"
+
+    def member_rows(self) -> list[dict]:
+        """One row per ZooKeeper consumer: dialect, topics, the partitions it owns."""
+        rows = []
+        for cid, m in sorted(self.members.items()):
+            ids = {t for ts in _threads(m).values() for t in ts}
+            owned = sorted(
+                f"{tp.topic}-{tp.partition}" for tp, o in self.zk_owners.items() if o in ids
+            )
+            rows.append(
+                {
+                    "consumer_id": cid,
+                    "dialect": m.dialect,
+                    "topics": ",".join(m.topics),
+                    "owns": ",".join(owned) or "-",
+                }
+            )
+        return rows
+
+
+def _threads(member: Member) -> dict[str, tuple[str, ...]]:
+    try:
+        return member_threads(member)
+    except zkpaths.ZkLayoutError:
+        return {}
 
 
 def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) -> GroupState:
@@ -64,9 +96,10 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
         except zkpaths.ZkLayoutError:
             pass
         real.append(cid)
-    for cid, reg in reader.registrations(group, real).items():
+    members = reader.members(group, real)
+    for cid, member in members.items():
         try:
-            per_topic = zkpaths.registration_thread_ids(cid, reg)
+            per_topic = member_threads(member)
         except zkpaths.ZkLayoutError as exc:
             log_problem(NodeProblem(zkpaths.consumer_id_path(group, cid), str(exc)))
             continue
@@ -108,6 +141,7 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
         kafka_offsets,
         zk_owners,
         kafka_owners,
+        members,
     )
 
 
@@ -162,6 +196,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
                     "old_threads": len(s.old_threads),
                     "new_members": len(s.new_members),
                     "kafka_state": s.kafka_state,
+                    "dialects": s.dialects,
                 }
             )
     finally:
@@ -170,7 +205,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(rows, indent=2))
     else:
-        _print_table(rows, ["group", "mode", "old_threads", "new_members", "kafka_state"])
+        columns = ["group", "mode", "old_threads", "new_members", "kafka_state", "dialects"]
+        _print_table(rows, columns)
     return 0
 
 
@@ -200,13 +236,18 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 "owner": s.zk_owners.get(tp) or s.kafka_owners.get(tp) or "-",
             }
         )
+    consumers = s.member_rows()
     if args.output == "json":
-        print(json.dumps({"group": args.group, "mode": mode, "partitions": rows}, indent=2))
+        doc = {"group": args.group, "mode": mode, "consumers": consumers, "partitions": rows}
+        print(json.dumps(doc, indent=2))
     else:
         print(
             f"group {args.group}: mode {mode}, Kafka state {s.kafka_state}, "
             f"{len(s.old_threads)} old threads, {len(s.new_members)} new members"
         )
+        if consumers:
+            _print_table(consumers, ["consumer_id", "dialect", "topics", "owns"])
+            print()
         _print_table(
             rows, ["topic", "partition", "zk_offset", "kafka_offset", "log_end", "lag", "owner"]
         )

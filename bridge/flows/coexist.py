@@ -28,6 +28,7 @@ from bridge.decide.handover import (
     retry_withheld,
     step_held_sync,
 )
+from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
 from bridge.decide.plan import Node
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import ProxyMember, ProxyPool
@@ -35,6 +36,7 @@ from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
+from zkpaths.dialects import KAFKA_NODE, Member, member_threads
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,9 @@ class Coexistence:
         self.proxies: dict[tuple[str, str], ProxyMember] = {}
         self.pending: dict[str, PendingSync] = {}
         self.retry: set[str] = set()
+        #: per group, its ZooKeeper consumers by dialect (read_state) and why it is refused
+        self.members: dict[str, dict[str, Member]] = {}
+        self.refused: dict[str, str] = {}
         self._lock = threading.Lock()
         self.committer = OffsetCommitter(admin, client_options, transactional_id)
 
@@ -125,12 +130,15 @@ class Coexistence:
     def read_state(
         self, group: str, legacy_ids: list[str], owned: set[str], partitions: dict[str, int]
     ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
-        """Old threads (thread -> topics), owners and offsets of ``group``."""
+        """Old threads (thread -> topics), owners and offsets of ``group``; remembers its
+        members' dialects (``self.members``) for :meth:`refusal`."""
         reader = ConsumerTreeReader(self.zk, report=self._bad_node)
         threads: dict[str, set[str]] = {}
-        for cid, reg in reader.registrations(group, legacy_ids).items():
+        members = reader.members(group, legacy_ids)
+        self.members[group] = members
+        for cid, member in members.items():
             try:
-                per_topic = zkpaths.registration_thread_ids(cid, reg, sorted(partitions))
+                per_topic = member_threads(member, sorted(partitions))
             except zkpaths.ZkLayoutError as exc:
                 path = zkpaths.consumer_id_path(group, cid)
                 self.report(path, f"old consumer registration unusable: {exc}", "bad_node")
@@ -139,13 +147,39 @@ class Coexistence:
                 for t in ids:
                     threads.setdefault(t, set()).add(topic)
         subscribed = {group: sorted({t for ts in threads.values() for t in ts})}
+        claims = reader.owners(subscribed, partitions)[group]
+        if any(m.dialect == KAFKA_NODE for m in members.values()):
+            claims = reader.known_owners(group, claims, threads, owned)
         owners = {
             tp: OwnerNode(thread, zkpaths.owner_path(group, tp.topic, tp.partition) in owned)
-            for tp, thread in reader.owners(subscribed, partitions)[group].items()
+            for tp, thread in claims.items()
         }
         offsets = {tp: n.offset for tp, n in reader.offsets(subscribed, partitions)[group].items()}
         state = ZkGroupState(frozenset(threads), owners, offsets)
         return state, {t: tuple(sorted(ts)) for t, ts in threads.items()}
+
+    def refusal(self, group: str, view: GroupView | None) -> str | None:
+        """Why the bridge will not mix this group (kafka-node with anyone else), or None;
+        a refused group's leader proxy assigns every partition to the proxies."""
+        threads = {
+            t for (g, t) in self.proxies if g == group
+        }  # proxies stand for these old threads
+        kafka_clients = {
+            m.member_id: m.client_id
+            for m in (view.members if view is not None else ())
+            if m.group_instance_id not in threads
+        }
+        with self._lock:
+            pending = self.pending.get(group)
+        for m in pending.members if pending is not None else ():
+            if m.group_instance_id not in threads:  # joined in the rebalance held now
+                kafka_clients.setdefault(m.member_id, "?")
+        why = kafka_node_refusal(group, self.members.get(group, {}), kafka_clients)
+        if why is None:
+            self.refused.pop(group, None)
+        else:
+            self.refused[group] = why
+        return why
 
     def _bad_node(self, problem: NodeProblem) -> None:
         self.report(problem.path, f"bad node left alone: {problem.reason}", "bad_node")
@@ -167,6 +201,10 @@ class Coexistence:
         }
         with self._lock:
             pending = self.pending.get(group)
+        if group in self.refused:
+            if pending is not None and pending.decided is None:
+                pending.decided = proxies_only(pending.members, state.old_threads, partitions)
+            return None  # reported by the flow; nothing is mirrored into a refused group
         if pending is not None and pending.decided is None:
             step = step_held_sync(
                 group, pending, state, kafka_offsets, partitions, time.monotonic(), self.max_hold_s

@@ -158,6 +158,9 @@ class GroupMirrorFlow:
                 mixed.add(g)
                 state, threads = self.coexist.read_state(g, legacy, owned, partitions)
                 self.coexist.ensure_proxies(g, threads)
+                refused = self.coexist.refusal(g, views.get(g))
+                if refused:
+                    self._report_once(g, refused, "refused")
                 mixed_decision = self.coexist.decide(
                     g, views.get(g), state, partitions, self.known, now
                 )

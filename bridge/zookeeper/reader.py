@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
 from zkpaths import ConsumerRegistration, TopicPartition
+from zkpaths.dialects import Member, decode_member
+from zkpaths.dialects.kafka_node import owner_problem
 from zkpaths.names import topic_problem
 
 log = logging.getLogger(__name__)
@@ -120,16 +123,24 @@ class ConsumerTreeReader:
         listed = self.children([f"{zkpaths.CONSUMERS}/{g}/ids" for g in groups])
         return {g: listed[f"{zkpaths.CONSUMERS}/{g}/ids"] for g in groups}
 
-    def registrations(self, group: str, ids: Iterable[str]) -> dict[str, ConsumerRegistration]:
-        """The decoded registration of each of ``ids`` (consumer id -> registration)."""
+    def members(self, group: str, ids: Iterable[str]) -> dict[str, Member]:
+        """Each of ``ids`` decoded in its dialect (consumer id -> member, see zkpaths.dialects)."""
         paths = {zkpaths.consumer_id_path(group, c): c for c in ids}
-        out: dict[str, ConsumerRegistration] = {}
+        out: dict[str, Member] = {}
         for path, (data, _stat) in self.pipelined("get", list(paths)).items():
             try:
-                out[paths[path]] = zkpaths.decode_consumer_registration(data or b"", path=path)
+                out[paths[path]] = decode_member(paths[path], data or b"", path=path)
             except zkpaths.ZkLayoutError as exc:
                 self.report(_problem(path, exc))
         return out
+
+    def registrations(self, group: str, ids: Iterable[str]) -> dict[str, ConsumerRegistration]:
+        """The JSON registration of each of ``ids`` (consumer id -> registration)."""
+        return {
+            cid: m.registration
+            for cid, m in self.members(group, ids).items()
+            if m.registration is not None
+        }
 
     # -- owners and offsets -------------------------------------------------------------------
     def owners(
@@ -147,6 +158,27 @@ class ConsumerTreeReader:
                 out[g][tp] = zkpaths.decode_owner(data, path=path)
             except zkpaths.ZkLayoutError as exc:
                 self.report(_problem(path, exc))
+        return out
+
+    def known_owners(
+        self,
+        group: str,
+        claims: Mapping[TopicPartition, str],
+        known: Mapping[str, object],
+        owned: AbstractSet[str] = frozenset(),
+    ) -> dict[TopicPartition, str]:
+        """``claims`` (from :meth:`owners`) without the owner nodes that hold no id of the
+        group (``known``: its registered threads / kafka-node consumer ids); those are
+        reported by path and left alone. For groups with kafka-node consumers, whose owner
+        data is the consumer id. The bridge's own nodes (``owned``) are not checked."""
+        out: dict[TopicPartition, str] = {}
+        for tp, owner in claims.items():
+            path = zkpaths.owner_path(group, tp.topic, tp.partition)
+            problem = None if path in owned else owner_problem(group, owner.encode(), known)
+            if problem:
+                self.report(NodeProblem(path, problem))
+            else:
+                out[tp] = owner
         return out
 
     def offsets(
