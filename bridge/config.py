@@ -243,6 +243,10 @@ class GatewaySettings(_Section):
     listen: str | None = None
     #: the host /brokers/ids publishes for the gateway; unset: the listen host
     advertised_host: str | None = None
+    #: unset: every broker id at the one ``listen`` port; set: each broker id also gets a
+    #: port of its own, this base + the broker id (0: a free port each), for clients that
+    #: key brokers by address (kafka-node 3.x)
+    broker_port_base: int | None = Field(None, ge=0, le=65535)
     #: a request larger than this closes the connection (Kafka's socket.request.max.bytes)
     max_request_bytes: int = Field(104857600, ge=1024, le=2147483647)
     #: connections beyond this are closed as they arrive (Kafka's max.connections)

@@ -125,6 +125,7 @@ class Bridge:
                 self.settings.kafka,
                 zookeeper=self.zk,
                 advertised_host=g.advertised_host,
+                broker_port_base=g.broker_port_base,
                 max_request_bytes=g.max_request_bytes,
                 max_connections=g.max_connections,
                 idle_timeout_s=g.idle_timeout_s,

@@ -34,3 +34,10 @@ from bridge.jars import ensure_classpath
 for name in ('kafka', 'kafka4', 'legacy', 'legacy082', 'legacy0900', 'legacy0901', 'legacy0113', 'spark'):
     ensure_classpath(name)
 "
+# kafka-node 3.0.1 (HighLevelConsumer, the ZooKeeper Client) for its end-to-end tests: npm ci
+# from bridge/devstack/node's lock into the same cache, once per lock
+if command -v npm >/dev/null 2>&1; then
+  .venv/bin/python -c "from bridge.devstack.kafka_node import node_modules; node_modules()"
+else
+  echo "setup: npm not found; the kafka-node tests will fail (install node 18+)" >&2
+fi

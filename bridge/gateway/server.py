@@ -9,7 +9,12 @@ move or a broker replaced under a new address is invisible to the old client (it
 holds a stale "leader is N" that matters), the gateway needs one firewall opening and one
 ``--gateway-listen`` instead of a port range kept in step with the cluster's ids, and any
 number of gateways can run side by side. Old clients still open one connection per broker
-id (they key connections by id), all to the same port, which is harmless.
+id (they key connections by id), all to the same port, which is harmless to the Scala
+clients. kafka-node 3.x keys its brokers by *address* and finds a leader's broker among
+them by id, so behind one port it knows one broker id only and cannot reach the others'
+partitions ("Could not find broker"): for such clients ``broker_port_base`` gives every
+broker id a port of its own as well (base + id, or a free port with base 0), served exactly
+like the shared one (requests are still routed per partition, whatever port they came in on).
 
 **Bounded memory.** Each client connection is served strictly in order, one request at a
 time: the next request is not even read until the previous response was handed to the
@@ -93,7 +98,12 @@ class Core:
         self.tunables = gateway.tunables
 
     def endpoint_for(self, broker_id: int) -> tuple[str, int]:
-        return self._gateway.endpoint_for(broker_id)
+        """The broker id's own gateway port, or the shared one while it has none."""
+        try:
+            return self._gateway.endpoint_for(broker_id)
+        except LookupError:
+            host, port = self._gateway.address
+            return self._gateway.advertised_host or host, port
 
     @staticmethod
     def served() -> dict[int, tuple[int, int]]:
@@ -110,6 +120,7 @@ class Gateway:
         *,
         zookeeper: KazooClient | None = None,
         advertised_host: str | None = None,
+        broker_port_base: int | None = None,
         max_request_bytes: int = 100 * MiB,
         **tunables,
     ) -> None:
@@ -128,6 +139,10 @@ class Gateway:
         self._server: asyncio.base_events.Server | None = None
         self._address: tuple[str, int] | None = None
         self._clients: set[asyncio.Task] = set()
+        #: None: every broker id at the shared port; else a port per broker id (see above)
+        self.broker_port_base = broker_port_base
+        self._broker_servers: dict[int, asyncio.base_events.Server] = {}
+        self._broker_ports: dict[int, int] = {}
 
     @property
     def address(self) -> tuple[str, int]:
@@ -136,8 +151,13 @@ class Gateway:
         return self._address
 
     def endpoint_for(self, broker_id: int) -> tuple[str, int]:
-        """Every broker id is advertised at the gateway's one endpoint (see the module doc)."""
+        """Every broker id is advertised at the gateway's one endpoint (see the module doc),
+        or with ``broker_port_base`` at its own port (a LookupError until that listens)."""
         host, port = self.address
+        if self.broker_port_base is not None:
+            if broker_id not in self._broker_ports:
+                raise LookupError(f"no gateway port for broker {broker_id} yet")
+            port = self._broker_ports[broker_id]
         if self.advertised_host:
             return self.advertised_host, port
         if host in ("0.0.0.0", "::", ""):
@@ -190,10 +210,43 @@ class Gateway:
     async def _refresh_periodically(self) -> None:
         while True:
             await self._cluster.refresh()
+            if self.broker_port_base is not None:
+                await self._open_broker_ports()
             await asyncio.sleep(self.tunables.metadata_refresh_s)
+
+    async def _open_broker_ports(self) -> None:
+        """A listening port for each broker id the cluster has (never closed while the
+        gateway runs: a client may still hold the id's old address). A port that cannot be
+        opened is said once per refresh and tried again; its broker id stays unpublished."""
+        for bid in sorted(set(self._cluster.brokers) - set(self._broker_servers)):
+            assert self.broker_port_base is not None
+            port = self.broker_port_base + bid if self.broker_port_base else 0
+            try:
+                server = await asyncio.start_server(
+                    self._client, self.listen_host, port, limit=1 << 16
+                )
+            except OSError as exc:
+                log.warning(
+                    "gateway: cannot listen on %s:%d for broker %d: %s",
+                    self.listen_host,
+                    port,
+                    bid,
+                    exc.strerror or exc,
+                )
+                continue
+            self._broker_servers[bid] = server
+            self._broker_ports[bid] = server.sockets[0].getsockname()[1]
+            log.info(
+                "gateway: broker %d listening on %s:%d",
+                bid,
+                self.listen_host,
+                self._broker_ports[bid],
+            )
 
     async def _shutdown(self) -> None:
         self._server.close()
+        for server in self._broker_servers.values():
+            server.close()
         for task in list(self._clients):
             task.cancel()
         await asyncio.gather(*self._clients, return_exceptions=True)
