@@ -31,7 +31,7 @@ from bridge.decide.handover import (
 from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
 from bridge.decide.plan import Node
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.proxy import ProxyMember, ProxyPool
+from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
@@ -164,16 +164,17 @@ class Coexistence:
         threads = {
             t for (g, t) in self.proxies if g == group
         }  # proxies stand for these old threads
+        # a proxy of a consumer that just left may still be listed: not a Kafka client
         kafka_clients = {
             m.member_id: m.client_id
             for m in (view.members if view is not None else ())
-            if m.group_instance_id not in threads
+            if m.group_instance_id not in threads and m.client_id != PROXY_CLIENT_ID
         }
         with self._lock:
             pending = self.pending.get(group)
         for m in pending.members if pending is not None else ():
-            if m.group_instance_id not in threads:  # joined in the rebalance held now
-                kafka_clients.setdefault(m.member_id, "?")
+            if m.group_instance_id is None:  # joined in the rebalance held now (proxies
+                kafka_clients.setdefault(m.member_id, "?")  # are static members)
         why = kafka_node_refusal(group, self.members.get(group, {}), kafka_clients)
         if why is None:
             self.refused.pop(group, None)

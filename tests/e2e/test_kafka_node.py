@@ -1,0 +1,209 @@
+"""kafka-node 3.0.1 HighLevelConsumers (npm, the last release with them) through the bridge
+on Kafka 3.9 (issue 16, part 4).
+
+A HighLevelConsumer finds brokers in ``/brokers/ids`` (the registry mirror), balances with
+its own dialect under ``/consumers/<g>`` and commits with OffsetCommit v0, which a KRaft
+broker refuses; the bridge's legacy gateway keeps v0 offsets in ZooKeeper, as brokers up to
+2.x did, and gives each broker id its own port (``gateway.broker_port_base``), since
+kafka-node keys brokers by address. Shown: the group consumes every message, its offsets land
+in ZooKeeper and (storage mode ``zookeeper``) in Kafka, ``groups``/``describe`` show the
+dialect and who owns what, a ``kill -9`` hands the partitions over; without the gateway
+nothing is committed anywhere (the negative control); mixed with a kafka-python consumer
+the bridge refuses in one line and the kafka-python consumer gets nothing until the
+HighLevelConsumer leaves (its negative control).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import NewTopic
+
+from bridge.devstack.kafka_node import KafkaNodeConsumerProcess
+from bridge.devstack.legacy import NewConsumerProcess
+from tests.conftest import ROOT, wait_for
+from tests.e2e.test_gateway import kafka_offsets, zk_offsets
+
+pytestmark = pytest.mark.e2e
+
+PARTITIONS = 3
+REFUSED = "refusing to mix kafka-node HighLevelConsumers"
+GATEWAY = {
+    "ZK_BRIDGE__REGISTRY__ADVERTISE": "gateway",
+    "ZK_BRIDGE__GATEWAY__BROKER_PORT_BASE": "0",
+}
+
+
+def _topic(admin, name: str) -> str:
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)])
+    return name
+
+
+def _produce(stack, topic: str, start: int, n: int) -> dict[tuple[int, int], str]:
+    """``n`` messages spread over the partitions; (partition, offset) -> value."""
+    p = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
+    futures = [
+        (p.send(topic, f"v{i}".encode(), partition=i % PARTITIONS), f"v{i}")
+        for i in range(start, start + n)
+    ]
+    p.flush()
+    sent = {}
+    for f, value in futures:
+        md = f.get(30)
+        sent[(md.partition, md.offset)] = value
+    p.close()
+    return sent
+
+
+def _ends(sent: dict[tuple[int, int], str]) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for part, off in sent:
+        ends[part] = max(ends.get(part, 0), off + 1)
+    return ends
+
+
+def _cli(stack, chroot: str, *args: str) -> object:
+    out = subprocess.run(
+        [sys.executable, "-m", "bridge.cli", *args, "--output", "json"]
+        + ["--zookeeper", stack.zk_connect + chroot, "--bootstrap-server", stack.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _hlc(stack, chroot, group, topic, tmp_path, name) -> KafkaNodeConsumerProcess:
+    c = KafkaNodeConsumerProcess(
+        stack.zk_connect + chroot, group, [topic], log=tmp_path / f"{name}.log"
+    )
+    c.wait_ready(90)
+    return c
+
+
+def _wait_brokers(zk, stack) -> None:
+    n = len(stack.bootstrap_servers.split(","))
+
+    def mirrored() -> bool:
+        return bool(zk.exists("/brokers/ids")) and len(zk.get_children("/brokers/ids")) == n
+
+    wait_for(mirrored, 60, 0.2, "brokers mirrored")
+
+
+def _consumed(*consumers) -> dict[tuple[int, int], str]:
+    return {(m.partition, m.offset): m.value for c in consumers for m in c.messages}
+
+
+def test_high_level_consumers_consume_and_commit_through_the_gateway(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    group = f"kn-{uuid.uuid4().hex[:6]}"
+    sent = _produce(stack, topic, 0, 60)
+    a = _hlc(stack, chroot, group, topic, tmp_path, "a")
+    b = _hlc(stack, chroot, group, topic, tmp_path, "b")
+    try:
+        wait_for(lambda: set(_consumed(a, b)) >= set(sent), 90, 0.2, "every message consumed")
+        assert {k: v for k, v in _consumed(a, b).items() if k in sent} == sent
+        ends = {(topic, p): o for p, o in _ends(sent).items()}
+        # OffsetCommit v0 through the gateway: ZooKeeper; the bridge copies it into Kafka
+        wait_for(lambda: zk_offsets(zk, group, [topic]) == ends, 60, 0.5, "offsets in ZooKeeper")
+        wait_for(lambda: kafka_offsets(admin, group) == ends, 60, 0.5, "offsets in Kafka")
+
+        def shown():
+            d = _cli(stack, chroot, "describe", group)
+            owns = {p for c in d["consumers"] for p in c["owns"].split(",") if p != "-"}
+            return d if len(owns) == PARTITIONS and len(d["consumers"]) == 2 else None
+
+        desc = wait_for(shown, 60, 1.0, "both consumers and their partitions in describe")
+        assert {c["consumer_id"] for c in desc["consumers"]} == {a.consumer_id, b.consumer_id}
+        assert {c["dialect"] for c in desc["consumers"]} == {"kafka-node"}
+        assert {c["topics"] for c in desc["consumers"]} == {topic}
+        row = next(r for r in _cli(stack, chroot, "groups") if r["group"] == group)
+        assert (row["dialects"], row["old_threads"], row["mode"]) == ("kafka-node", 2, "zookeeper")
+
+        # kill -9: its owner and ids nodes expire with its session, the other takes over
+        a.kill()
+        wait_for(lambda: len(b.owned) == PARTITIONS, 60, 0.2, "survivor owns every partition")
+        more = _produce(stack, topic, 60, 30)
+        wait_for(lambda: set(_consumed(b)) >= set(more), 60, 0.2, "new messages after kill -9")
+        ends = {(topic, p): o for p, o in _ends({**sent, **more}).items()}
+        wait_for(lambda: zk_offsets(zk, group, [topic]) == ends, 60, 0.5, "offsets after kill")
+    finally:
+        a.stop()
+        b.stop()
+    assert REFUSED not in bridge.text()  # negative control of the mixed-group test
+
+
+def test_without_the_gateway_kraft_refuses_the_commits(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    """The negative control: brokers advertised directly, the HighLevelConsumer consumes
+    (Fetch v0 is still served by 3.9) but its OffsetCommit v0 is refused by the KRaft broker
+    and silently dropped by kafka-node: no offsets in ZooKeeper, none in Kafka."""
+    start_bridge()
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    group = f"kn-{uuid.uuid4().hex[:6]}"
+    sent = _produce(stack, topic, 0, 30)
+    c = _hlc(stack, chroot, group, topic, tmp_path, "c")
+    try:
+        wait_for(lambda: set(_consumed(c)) >= set(sent), 90, 0.2, "every message consumed")
+        time.sleep(3)  # six auto-commit intervals of the harness
+        assert zk_offsets(zk, group, [topic]) == {}
+        assert kafka_offsets(admin, group) == {}
+    finally:
+        c.stop()
+
+
+def test_mixed_with_kafka_python_is_refused_in_one_line(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    group = f"kn-{uuid.uuid4().hex[:6]}"
+    sent = _produce(stack, topic, 0, 30)
+    hlc = _hlc(stack, chroot, group, topic, tmp_path, "hlc")
+    new = None
+    try:
+        wait_for(lambda: set(_consumed(hlc)) >= set(sent), 90, 0.2, "HLC consumed")
+        wait_for(lambda: zk_offsets(zk, group, [topic]), 60, 0.5, "HLC commits")
+        new = NewConsumerProcess(
+            stack.bootstrap_servers,
+            group,
+            [topic],
+            client_id="kafka-python-mixed",
+            log=tmp_path / "new.log",
+        )
+        lines = wait_for(
+            lambda: [x for x in bridge.text().splitlines() if REFUSED in x], 90, 0.5, "refusal"
+        )
+        assert f"group {group}: " in lines[0] and hlc.consumer_id in lines[0]
+        assert "kafka-python-mixed" in lines[0]
+        ids = zk.get_children(f"/consumers/{group}/ids")
+        assert ids == [hlc.consumer_id]  # nothing mirrored into a refused group
+        more = _produce(stack, topic, 30, 30)
+        wait_for(lambda: set(_consumed(hlc)) >= set(more), 60, 0.2, "HLC consumes on")
+        assert len(hlc.owned) == PARTITIONS
+        assert new.messages == []  # I1: the Kafka member was given no partition
+        # negative control: once the HighLevelConsumer leaves, the group is no longer
+        # refused and the same kafka-python consumer gets the partitions and the messages
+        hlc.stop()
+        last = _produce(stack, topic, 60, 30)
+        wait_for(lambda: set(_consumed(new)) >= set(last), 90, 0.2, "kafka-python consumes")
+        assert not set(_consumed(new)) & set(sent)  # it starts where the HLC committed
+    finally:
+        hlc.stop()
+        if new is not None:
+            new.stop()
