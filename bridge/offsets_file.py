@@ -30,7 +30,14 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from zkpaths import OffsetPath, ZkPathError, offset_path, parse_path
+from zkpaths import (
+    GroupPartition,
+    OffsetPath,
+    TopicPartition,
+    ZkPathError,
+    offset_path,
+    parse_path,
+)
 
 INT64_MAX = 2**63 - 1
 
@@ -55,8 +62,8 @@ class OffsetEntry:
         return offset_path(self.group, self.topic, self.partition)
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.group, self.topic, self.partition)
+    def key(self) -> GroupPartition:
+        return GroupPartition(self.group, self.topic, self.partition)
 
 
 @dataclass(frozen=True)
@@ -161,7 +168,7 @@ def parse(text: str, source: str, groups: Collection[str] | None = None) -> Pars
     would treat as line breaks (U+2028, ...), which ZooKeeper accepts in a node name.
     """
     result = ParsedFile(source)
-    seen: dict[tuple[str, str, int], int] = {}
+    seen: dict[GroupPartition, int] = {}
     allowed = set(groups) if groups is not None else None
     raw_lines = text.split("\n")
     if raw_lines and raw_lines[-1] == "":
@@ -225,12 +232,12 @@ def check_cluster(parsed: ParsedFile, partitions: Mapping[str, int]) -> list[Lin
     return errors
 
 
-def beyond_log_end(parsed: ParsedFile, ends: Mapping[tuple[str, int], int]) -> list[LineError]:
+def beyond_log_end(parsed: ParsedFile, ends: Mapping[TopicPartition, int]) -> list[LineError]:
     """Warnings, not errors: offsets past the log end (a recreated topic?) are still valid."""
     out = []
     for p in parsed.lines:
         e = p.entry
-        end = ends.get((e.topic, e.partition))
+        end = ends.get(e.key.tp)
         if end is not None and e.offset > end:
             out.append(
                 LineError(

@@ -16,6 +16,7 @@ do, so that it can be tested exhaustively without a cluster:
 
 from zkpaths.assignors import (
     Assignment,
+    GroupPartition,
     TopicPartition,
     assignment_by_consumer,
     assignment_by_owner,
@@ -200,6 +201,7 @@ __all__ = [
     "ControllerRegistration",
     "Coordinator",
     "Endpoint",
+    "GroupPartition",
     "LegacyFormatError",
     "NoCommonProtocolError",
     "OffsetPath",

@@ -30,12 +30,30 @@ from zkpaths.javahash import java_sort_key, java_string_hashcode
 
 
 class TopicPartition(NamedTuple):
+    """The one partition key of the code base (offsets, owners, assignments, log ends).
+
+    Kafka-python's ``TopicPartition`` has the same fields, and a tuple of the same values
+    is equal and hashes the same, but importing it loads kafka-python's clients: this package
+    stays free of I/O imports, so the key is ours and the Kafka edge converts at its calls."""
+
     topic: str
     partition: int
 
     def __str__(self) -> str:
         """``TopicAndPartition.toString`` of the old consumer: ``[topic,partition]``."""
         return f"[{self.topic},{self.partition}]"
+
+
+class GroupPartition(NamedTuple):
+    """A partition's key in a group: the operator commands handle several groups at once."""
+
+    group: str
+    topic: str
+    partition: int
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
 
 Assignment = dict[TopicPartition, str]

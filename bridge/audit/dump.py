@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkpaths import TopicPartition
+
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -62,7 +64,8 @@ def read_offsets_topic(
     never took effect, so it must not count. Raises :class:`DumpError` when the topic does
     not exist or the end is not reached within ``timeout_s`` of no progress.
     """
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTP  # the consumer's own key type
 
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap_servers.split(","),
@@ -80,7 +83,7 @@ def read_offsets_topic(
                 f"topic {OFFSETS_TOPIC} does not exist on {bootstrap_servers}: "
                 "no group has committed offsets to this cluster yet"
             )
-        tps = [TopicPartition(OFFSETS_TOPIC, p) for p in sorted(parts)]
+        tps = [KafkaTP(OFFSETS_TOPIC, p) for p in sorted(parts)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         end = consumer.end_offsets(tps)
@@ -106,7 +109,7 @@ def read_offsets_topic(
         consumer.close()
 
 
-def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[tuple[str, int], int]:
+def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[TopicPartition, int]:
     """Log-end offsets of every partition of ``topics`` (all non-internal topics if None).
 
     Topics that no longer exist are left out: the audit reports their offsets as pointing at
@@ -120,7 +123,7 @@ def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[tuple[st
     else:
         names = sorted(set(topics))
     counts = partition_counts(admin, names)
-    return dict(log_ends(admin, [(t, p) for t, n in counts.items() for p in range(n)]))
+    return log_ends(admin, [TopicPartition(t, p) for t, n in counts.items() for p in range(n)])
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -133,7 +136,7 @@ def _b64(b: bytes | None) -> str | None:
 def write_dump(
     directory: Path,
     records: Iterable[RawRecord],
-    end_offsets: dict[tuple[str, int], int],
+    end_offsets: dict[TopicPartition, int],
     *,
     fmt: str = "parquet",
     source: str = "",
@@ -190,7 +193,7 @@ def write_dump(
     return manifest
 
 
-def write_log_end_offsets(directory: Path, end_offsets: dict[tuple[str, int], int]) -> None:
+def write_log_end_offsets(directory: Path, end_offsets: dict[TopicPartition, int]) -> None:
     with (Path(directory) / LOG_END_OFFSETS).open("w") as out:
         for (topic, partition), leo in sorted(end_offsets.items()):
             row = {"topic": topic, "partition": partition, "log_end_offset": leo}
@@ -218,9 +221,9 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def read_log_end_offsets(directory: Path) -> dict[tuple[str, int], int]:
+def read_log_end_offsets(directory: Path) -> dict[TopicPartition, int]:
     path = Path(directory) / LOG_END_OFFSETS
-    out: dict[tuple[str, int], int] = {}
+    out: dict[TopicPartition, int] = {}
     if not path.exists():
         return out
     for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -228,7 +231,8 @@ def read_log_end_offsets(directory: Path) -> dict[tuple[str, int], int]:
             continue
         try:
             row = json.loads(line)
-            out[(str(row["topic"]), int(row["partition"]))] = int(row["log_end_offset"])
+            tp = TopicPartition(str(row["topic"]), int(row["partition"]))
+            out[tp] = int(row["log_end_offset"])
         except (ValueError, KeyError, TypeError) as exc:
             raise DumpError(f"{path}:{n}: bad log-end offset line ({exc})") from None
     return out

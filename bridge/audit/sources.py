@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.audit import dump as dumpmod
 from bridge.audit import snapshot as snapmod
 from bridge.audit.errors import AuditError
+from zkpaths import TopicPartition
 
 if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
     from pyspark.sql import DataFrame, SparkSession
@@ -142,7 +143,6 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
     from kafka.errors import KafkaError
 
     from bridge.kafka.offsets import log_offsets
-    from zkpaths import TopicPartition
 
     opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
     opts.setdefault("request_timeout_ms", 10000)
@@ -190,7 +190,7 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
 
 def kafka_log_end_offsets(
     bootstrap: str, client: dict[str, Any], topics: list[str]
-) -> dict[tuple[str, int], int]:
+) -> dict[TopicPartition, int]:
     """Log-end offsets of every partition of ``topics``, for the lag columns."""
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError

@@ -126,7 +126,7 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
             for p in a["partitions"]:
                 kafka_owners[TopicPartition(a["topic"], p)] = spelled
     try:
-        kafka_offsets = {TopicPartition(*k): o for k, o in group_offsets(admin, group).items()}
+        kafka_offsets = group_offsets(admin, group)
     except KafkaError:  # a group unknown to Kafka has no offsets there
         kafka_offsets = {}
     return GroupState(

@@ -48,6 +48,7 @@ from kazoo.exceptions import KazooException
 from bridge import offsets_file as of
 from bridge.commands import settings_from_args
 from bridge.config import Settings
+from zkpaths import GroupPartition, TopicPartition
 from zkpaths.names import node_name_problem, parse_id, topic_problem
 
 if TYPE_CHECKING:  # kafka-python takes ~0.1 s to import: not for every ``zk-bridge --help``
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # kafka-python takes ~0.1 s to import: not for every ``zk-bri
 
     from bridge.zookeeper.writer import OperatorWriter
 
-Key = tuple[str, str, int]  # group, topic, partition
+Key = GroupPartition
 STORES = ("zookeeper", "kafka")
 #: one ZooKeeper request must fit in jute.maxbuffer (1 MiB by default); keep a margin
 ZK_TXN_LIMIT = 900_000
@@ -97,7 +98,7 @@ def read_zk_groups(
     names = sorted(groups) if groups is not None else reader.groups()
     nodes = reader.offsets(dict.fromkeys(names))
     out = {
-        (g, tp.topic, tp.partition): ZkOffset(n.version, None if n.offset < 0 else n.offset)
+        GroupPartition(g, *tp): ZkOffset(n.version, None if n.offset < 0 else n.offset)
         for g, per_group in nodes.items()
         for tp, n in per_group.items()
     }
@@ -108,14 +109,11 @@ def read_zk_keys(zk: KazooClient, keys: Iterable[Key]) -> dict[Key, ZkOffset]:
     """The offset nodes of exactly these partitions, read before writing them: an absent
     node is left out, a bad one is kept (its row shows ``bad``; the write replaces it)."""
     from bridge.zookeeper.reader import ConsumerTreeReader
-    from zkpaths import TopicPartition
 
     reader = ConsumerTreeReader(zk, report=lambda _problem: None)  # shown in the plan
-    nodes = reader.offsets_at((g, TopicPartition(t, p)) for g, t, p in keys)
+    nodes = reader.offsets_at((k.group, k.tp) for k in keys)
     return {
-        (g, tp.topic, tp.partition): ZkOffset(
-            n.version, None if n.offset < 0 else n.offset, n.problem
-        )
+        GroupPartition(g, *tp): ZkOffset(n.version, None if n.offset < 0 else n.offset, n.problem)
         for (g, tp), n in nodes.items()
     }
 
@@ -128,7 +126,7 @@ def write_zk(
     from bridge.decide.plan import Create, SetData
     from bridge.zookeeper.writer import BatchRejected, Check, TooLarge
 
-    paths = {key: f"/consumers/{key[0]}/offsets/{key[1]}/{key[2]}" for key in targets}
+    paths = {k: f"/consumers/{k.group}/offsets/{k.topic}/{k.partition}" for k in targets}
     ops: list = writer.missing_parents(paths[k] for k in targets if k not in current)
     for key in sorted(targets):
         data = str(targets[key]).encode("ascii")
@@ -169,14 +167,16 @@ def partition_counts(admin: KafkaAdminClient, topics: Iterable[str]) -> dict[str
     return counts(admin, topics)
 
 
-def log_offsets(admin: KafkaAdminClient, tps: Iterable[tuple[str, int]], spec: str) -> dict:
+def log_offsets(
+    admin: KafkaAdminClient, tps: Iterable[TopicPartition], spec: str
+) -> dict[TopicPartition, int]:
     """Earliest or latest offset of each partition (``spec`` = "earliest" | "latest")."""
     from bridge.kafka.offsets import log_offsets as offsets
 
     return offsets(admin, tps, "earliest" if spec == "earliest" else "latest")
 
 
-def kafka_group_offsets(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]:
+def kafka_group_offsets(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, int]:
     """A group's committed offsets in Kafka; partitions without a commit are left out."""
     from bridge.kafka.groups import group_offsets
 
@@ -202,11 +202,10 @@ def write_kafka(settings: Settings, admin: KafkaAdminClient, targets: Mapping[Ke
     """One transactional offset commit for every group (``bridge.kafka.commit``, as the
     bridge commits), then wait until OffsetFetch shows exactly these offsets."""
     from bridge.kafka.commit import OffsetCommitter
-    from zkpaths import TopicPartition
 
     per_group: dict[str, dict[TopicPartition, int]] = {}
-    for (g, t, p), o in targets.items():
-        per_group.setdefault(g, {})[TopicPartition(t, p)] = o
+    for key, o in targets.items():
+        per_group.setdefault(key.group, {})[key.tp] = o
     committer = OffsetCommitter(
         admin, settings.kafka.client_options(), TRANSACTIONAL_ID, KAFKA_VISIBLE_S
     )
@@ -381,7 +380,7 @@ def collect(
                     f"({node_name_problem(group, 'group')}); skipped"
                 )
                 continue
-            entries += [of.OffsetEntry(group, t, p, o) for (t, p), o in offsets.items()]
+            entries += [of.OffsetEntry(group, *tp, o) for tp, o in offsets.items()]
     return of.select(entries, groups), problems
 
 
@@ -459,9 +458,7 @@ def validate_file(
     )
     warnings = []
     if not errors:
-        ends = log_offsets(
-            clients.admin, {(e.topic, e.partition) for e in parsed.entries}, "latest"
-        )
+        ends = log_offsets(clients.admin, {e.key.tp for e in parsed.entries}, "latest")
         warnings = of.beyond_log_end(parsed, ends)
     if parsed.ignored:
         warnings.append(
@@ -487,9 +484,9 @@ def _current(
     if "zookeeper" in stores:
         zk_now = read_zk_keys(clients.zk, keys)
     if "kafka" in stores:
-        for group in sorted({k[0] for k in keys}):
-            for (t, p), o in kafka_group_offsets(clients.admin, group).items():
-                kafka_now[(group, t, p)] = o
+        for group in sorted({k.group for k in keys}):
+            for tp, o in kafka_group_offsets(clients.admin, group).items():
+                kafka_now[GroupPartition(group, *tp)] = o
     return zk_now, kafka_now
 
 
@@ -571,7 +568,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if not targets:
             print(f"offsets import: {parsed.source}: no offsets to import", file=sys.stderr)
             return 0
-        for group in sorted({k[0] for k in targets}):
+        for group in sorted({k.group for k in targets}):
             live = _live_warning(clients, group, "zookeeper" in stores)
             if live:
                 _err(
@@ -583,7 +580,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         rows = _rows(targets, zk_now, kafka_now, stores)
         if not args.dry_run:
             _apply(clients, stores, targets, zk_now)
-        groups = len({k[0] for k in targets})
+        groups = len({k.group for k in targets})
         _finish(
             args,
             "import",
@@ -690,7 +687,8 @@ def _scope(
                     f"no partition {', '.join(map(str, bad))}"
                 )
             keys |= {
-                (group, topic, p) for p in (parts if parts is not None else range(counts[topic]))
+                GroupPartition(group, topic, p)
+                for p in (parts if parts is not None else range(counts[topic]))
             }
         return keys
     keys = set()
@@ -703,8 +701,8 @@ def _scope(
             f"group {group!r} has no committed offsets in {' or '.join(stores)}; "
             "name the partitions with --topic"
         )
-    counts = partition_counts(clients.admin, {k[1] for k in keys})
-    gone = sorted(k for k in keys if k[2] >= counts.get(k[1], 0))
+    counts = partition_counts(clients.admin, {k.topic for k in keys})
+    gone = sorted(k for k in keys if k.partition >= counts.get(k.topic, 0))
     for _g, t, p in gone:
         _err("reset", f"warning: {t}/{p} has an offset but no longer exists in Kafka; left alone")
     return keys - set(gone)
@@ -713,16 +711,16 @@ def _scope(
 def _targets(
     clients: Clients, args: argparse.Namespace, group: str, keys: set[Key]
 ) -> tuple[dict[Key, int], dict[Key, str]]:
-    tps = {(t, p) for _, t, p in keys}
+    tps = {k.tp for k in keys}
     notes: dict[Key, str] = {}
     if args.to_earliest or args.to_latest:
         ends = log_offsets(clients.admin, tps, "earliest" if args.to_earliest else "latest")
-        return {k: ends[(k[1], k[2])] for k in keys}, notes
+        return {k: ends[k.tp] for k in keys}, notes
     first = log_offsets(clients.admin, tps, "earliest")
     last = log_offsets(clients.admin, tps, "latest")
     targets = {}
     for k in keys:
-        value, why = of.clamp(args.to_offset, first[(k[1], k[2])], last[(k[1], k[2])])
+        value, why = of.clamp(args.to_offset, first[k.tp], last[k.tp])
         targets[k] = value
         if why:
             notes[k] = f"clamped: {why}"
@@ -751,7 +749,8 @@ def cmd_reset(args: argparse.Namespace) -> int:
         for p in problems:
             _err("reset", f"{p}; not in the backup")
         kafka_now = {
-            (group, t, p): o for (t, p), o in kafka_group_offsets(clients.admin, group).items()
+            GroupPartition(group, *tp): o
+            for tp, o in kafka_group_offsets(clients.admin, group).items()
         }
         notes: dict[Key, str] = {}
         if args.from_file:

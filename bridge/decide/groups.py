@@ -139,7 +139,7 @@ def decide_group(
 
     d = decision.desired
     d.update(_structural(g))
-    owners: dict[tuple[str, int], str] = {}
+    owners: dict[TopicPartition, str] = {}
     for m in group.members:
         if m.topics is None:
             decision.problems.append(f"member {m.member_id}: subscription metadata undecodable")
@@ -159,19 +159,20 @@ def decide_group(
             for p in parts:
                 if not 0 <= p < partitions[topic]:
                     decision.problems.append(f"member {m.member_id}: {topic}-{p} does not exist")
-                elif (topic, p) in owners:
+                elif TopicPartition(topic, p) in owners:
                     decision.problems.append(f"{topic}-{p} assigned to two members")
                 else:
-                    owners[(topic, p)] = thread
+                    owners[TopicPartition(topic, p)] = thread
     for (topic, p), thread in owners.items():
         d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
         d[zkpaths.owner_path(g, topic, p)] = Desired(zkpaths.encode_owner(thread), ephemeral=True)
-    for (topic, p), offset in group.offsets.items():
+    for tp, offset in group.offsets.items():
+        topic = tp.topic
         if topic not in partitions:
             decision.problems.append(f"offset for deleted topic {topic} not mirrored")
             continue
         d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
-        decision.offsets[TopicPartition(topic, p)] = offset
+        decision.offsets[tp] = offset
         # old consumers left owners/<t> behind when they stopped, and lag tools list a
         # group's topics from there: an idle group keeps it while it has offsets for t
         d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)

@@ -197,9 +197,7 @@ class Coexistence:
     ) -> MixedDecision | None:
         """The group's desired nodes and forward offsets, or None to keep it as it is
         (rebalancing, unknown)."""
-        kafka_offsets = {
-            TopicPartition(t, p): o for (t, p), o in (view.offsets if view else {}).items()
-        }
+        kafka_offsets = dict(view.offsets) if view else {}
         with self._lock:
             pending = self.pending.get(group)
         if group in self.refused:

@@ -282,7 +282,7 @@ class GroupMirrorFlow:
             kafka = None
             writers: set[TopicPartition] | None = None  # partitions Kafka members commit
             if view is not None and not view.error:
-                kafka = {TopicPartition(t, p): o for (t, p), o in view.offsets.items()}
+                kafka = dict(view.offsets)
                 settled = view.state in ("Stable", "Empty") or (
                     view.state == "Dead" and not view.members  # a stopped group, not in Kafka
                 )

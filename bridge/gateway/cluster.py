@@ -19,13 +19,12 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from bridge.gateway import errors
 from bridge.gateway.upstream import BrokerPool, UpstreamError
+from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
 METADATA_VERSION = 7  # 4.x accepts Metadata v4+ (KIP-896); v7 carries leader epochs
 FIND_COORDINATOR_VERSION = 2  # v0 is gone from 4.x, v3+ is flexible
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ from kafka.protocol.consumer import (
 )
 
 from bridge.gateway import errors
-from bridge.gateway.cluster import Failed, TopicPartition, scatter
+from bridge.gateway.cluster import Failed, scatter
 from bridge.gateway.convert import ConversionError, UnsupportedCompression, down_convert
+from zkpaths import TopicPartition
 
 if TYPE_CHECKING:
     from bridge.gateway.server import Core
@@ -40,7 +41,7 @@ MAX_UPSTREAM_BYTES = 64 << 20
 
 def _asked(request) -> dict[TopicPartition, tuple[int, int]]:
     return {
-        (t.topic, p.partition): (p.fetch_offset, p.partition_max_bytes)
+        TopicPartition(t.topic, p.partition): (p.fetch_offset, p.partition_max_bytes)
         for t in request.topics
         for p in t.partitions
     }

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from bridge.gateway import errors
-from bridge.gateway.cluster import Failed, TopicPartition, scatter
+from bridge.gateway.cluster import Failed, scatter
+from zkpaths import TopicPartition
 
 if TYPE_CHECKING:
     from bridge.gateway.server import Core
@@ -21,7 +22,7 @@ async def list_offsets(core: Core, request, version: int):
     gives [] (old brokers also listed segment bases past the first, which Kafka no longer
     exposes; old clients ask for one)."""
     asked = {
-        (t.name, p.partition_index): (p.timestamp, p.max_num_offsets)
+        TopicPartition(t.name, p.partition_index): (p.timestamp, p.max_num_offsets)
         for t in request.topics
         for p in t.partitions
     }

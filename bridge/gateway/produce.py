@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from bridge.gateway import errors
-from bridge.gateway.cluster import Failed, TopicPartition, scatter
+from bridge.gateway.cluster import Failed, scatter
 from bridge.gateway.convert import ConversionError, up_convert
+from zkpaths import TopicPartition
 
 if TYPE_CHECKING:
     from bridge.gateway.server import Core
@@ -35,7 +36,7 @@ def _up_convert(
     batches, refused = {}, {}
     for topic in request.topic_data:
         for part in topic.partition_data:
-            tp = (topic.name, part.index)
+            tp = TopicPartition(topic.name, part.index)
             try:
                 converted = up_convert(part.records or b"", magic=magic)
             except ConversionError as exc:

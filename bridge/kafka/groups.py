@@ -18,6 +18,7 @@ from bridge.kafka import coordinators
 from bridge.kafka.calls import KafkaCallTimeout, admin_call, retrying
 from bridge.kafka.coordinators import moved
 from bridge.kafka.views import GroupView, MemberView
+from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +63,16 @@ def list_group_ids(admin: KafkaAdminClient) -> dict[str, str]:
 
 
 def read_offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
-    """Committed offsets of many groups, (topic, partition) -> offset, in one OffsetFetch
+    """Committed offsets of many groups, partition -> offset, in one OffsetFetch
     per coordinator; a group whose fetch fails maps to the error text instead."""
     raw = _offsets(admin, groups)
     return {g: off if isinstance(off, str) else _committed(off) for g, off in raw.items()}
 
 
-def _committed(fetched: dict) -> dict[tuple[str, int], int]:
+def _committed(fetched: dict) -> dict[TopicPartition, int]:
     """OffsetFetch's answer for one group without the partitions that have no commit."""
     return {
-        (tp.topic, tp.partition): om.offset
+        TopicPartition(tp.topic, tp.partition): om.offset
         for tp, om in fetched.items()
         if om is not None and om.offset is not None and om.offset >= 0
     }
@@ -86,7 +87,7 @@ def fetch_offsets(admin: KafkaAdminClient, request: dict[str, list | None]) -> d
     raise AssertionError("unreachable: tenacity reraises the last error")
 
 
-def group_offsets(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]:
+def group_offsets(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, int]:
     """One group's committed offsets in Kafka; partitions without a commit are left out."""
     return _committed(fetch_offsets(admin, {group: None}).get(group, {}))
 

@@ -22,7 +22,7 @@ Spec = Literal["earliest", "latest"]
 
 def log_offsets(
     admin: KafkaAdminClient,
-    tps: Iterable[tuple[str, int]],
+    tps: Iterable[TopicPartition],
     spec: Spec = "latest",
     read_committed: bool = False,
 ) -> dict[TopicPartition, int]:
@@ -42,6 +42,6 @@ def log_offsets(
     return {TopicPartition(tp.topic, tp.partition): o.offset for tp, o in got.items()}
 
 
-def log_ends(admin: KafkaAdminClient, tps: Iterable[tuple[str, int]]) -> dict[TopicPartition, int]:
+def log_ends(admin: KafkaAdminClient, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
     """The log-end offset of each partition in ``tps``."""
     return log_offsets(admin, tps, "latest")

@@ -77,8 +77,8 @@ class GroupView:
     protocol_type: str
     protocol: str | None
     members: tuple[MemberView, ...] = ()
-    #: committed offsets (the next offset to consume) per (topic, partition)
-    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: committed offsets (the next offset to consume) per partition
+    offsets: dict[TopicPartition, int] = field(default_factory=dict)
     #: set when the group could not be read; the group is then left as it is in ZooKeeper
     error: str | None = None
 

@@ -25,6 +25,7 @@ from bridge.commands import offsets as cmd
 from bridge.devstack.lost_join import rejoin_if_join_lost
 from bridge.zookeeper.writer import OperatorWriter
 from tests.conftest import ROOT, wait_for
+from zkpaths import GroupPartition
 
 pytestmark = pytest.mark.integration
 
@@ -379,9 +380,10 @@ def test_zookeeper_write_fails_whole_when_a_node_changed_since_it_was_read(
     seeded: Seeded, zk
 ) -> None:
     s = seeded
-    keys = [(s.group, s.topic, p) for p in range(3)] + [(s.group + "-x", s.topic, 0)]
+    keys = [GroupPartition(s.group, s.topic, p) for p in range(3)]
+    keys.append(GroupPartition(s.group + "-x", s.topic, 0))
     current = cmd.read_zk_keys(zk, keys)
-    assert {k[2]: n.offset for k, n in current.items()} == ZK_OFFSETS
+    assert {k.partition: n.offset for k, n in current.items()} == ZK_OFFSETS
     zk.set(s.path(2), b"9")  # a concurrent writer: same value, new version
     before = zk_offsets(zk, s)
     with pytest.raises(cmd.Failure, match="changed since it was read"):

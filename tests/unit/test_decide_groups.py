@@ -25,6 +25,7 @@ from bridge.decide.groups import (
 )
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.groups import GroupView, MemberView
+from zkpaths import TopicPartition as TP
 from zkpaths.mirror_ids import mirrored_thread_id
 
 NOW = 1_700_000_000_000
@@ -59,7 +60,7 @@ def test_a_stable_group_is_the_layout_old_consumers_would_have_written() -> None
     view = group(
         member("consumer-1-ab", ("t", "u"), {"t": (0, 1), "u": (0,)}),
         member("m2", ("t",), {"t": (2,)}, instance="inst-a"),
-        offsets={("t", 0): 5, ("t", 2): 0, ("u", 0): 12},
+        offsets={TP("t", 0): 5, TP("t", 2): 0, TP("u", 0): 12},
     )
     decision = decide_group(view, {}, set(), [], {"t": 3, "u": 1}, NOW)
     assert (decision.skipped, decision.waiting, decision.problems) == (None, False, [])
@@ -88,7 +89,7 @@ def test_a_stable_group_is_the_layout_old_consumers_would_have_written() -> None
 
 def test_an_idle_group_keeps_owners_of_topics_it_has_offsets_for() -> None:
     decision = decide_group(
-        group(state="Empty", offsets={("t", 1): 7}), {}, set(), [], {"t": 2}, NOW
+        group(state="Empty", offsets={TP("t", 1): 7}), {}, set(), [], {"t": 2}, NOW
     )
     assert decision.desired["/consumers/g/owners/t"] == S
     assert decision.offsets == {("t", 1): 7}
@@ -110,7 +111,7 @@ def test_what_cannot_be_mirrored_is_reported_and_the_rest_is_written() -> None:
         MemberView("b", "c", "h", ("t",), None),  # assignment undecodable
         member("c", ("t", "gone"), {"t": (0, 9), "gone": (0,)}),
         member("d", ("t",), {"t": (0, 1)}),
-        offsets={("t", 1): 3, ("gone", 0): 8},
+        offsets={TP("t", 1): 3, TP("gone", 0): 8},
     )
     decision = decide_group(view, {}, set(), [], {"t": 2}, NOW)
     assert decision.problems == [
@@ -219,7 +220,11 @@ def _groups(draw) -> tuple[GroupView, dict[str, int]]:
         static = f"i{mid}" if draw(st.booleans()) else None  # instance ids are unique
         members.append(member(mid, tuple(partitions), assignment, static))
     offsets = draw(
-        st.dictionaries(st.sampled_from(free), st.integers(0, 2**63 - 1), max_size=len(free))
+        st.dictionaries(
+            st.sampled_from(free).map(lambda tp: TP(*tp)),
+            st.integers(0, 2**63 - 1),
+            max_size=len(free),
+        )
     )
     return group(*members, offsets=offsets), partitions
 
