@@ -21,7 +21,8 @@ from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 from kazoo.exceptions import NoNodeError
 
-from bridge.commands import offsets as cmd
+from bridge.commands.offsets.clients import Failure
+from bridge.commands.offsets.stores import read_zk_keys, write_zk
 from bridge.devstack.lost_join import rejoin_if_join_lost
 from bridge.zookeeper.writer import OperatorWriter
 from tests.conftest import ROOT, wait_for
@@ -382,12 +383,12 @@ def test_zookeeper_write_fails_whole_when_a_node_changed_since_it_was_read(
     s = seeded
     keys = [GroupPartition(s.group, s.topic, p) for p in range(3)]
     keys.append(GroupPartition(s.group + "-x", s.topic, 0))
-    current = cmd.read_zk_keys(zk, keys)
+    current = read_zk_keys(zk, keys)
     assert {k.partition: n.offset for k, n in current.items()} == ZK_OFFSETS
     zk.set(s.path(2), b"9")  # a concurrent writer: same value, new version
     before = zk_offsets(zk, s)
-    with pytest.raises(cmd.Failure, match="changed since it was read"):
-        cmd.write_zk(OperatorWriter(zk), {k: 1 for k in keys}, current)
+    with pytest.raises(Failure, match="changed since it was read"):
+        write_zk(OperatorWriter(zk), {k: 1 for k in keys}, current)
     assert zk_offsets(zk, s) == before
     assert zk.exists(f"/consumers/{s.group}-x") is None
 
