@@ -26,7 +26,7 @@ from kafka import KafkaProducer
 from kafka.admin import NewTopic
 
 from bridge.devstack.kafka_node import KafkaNodeConsumerProcess
-from bridge.devstack.legacy import NewConsumerProcess
+from bridge.devstack.legacy import LegacyConsumerProcess, NewConsumerProcess
 from tests.conftest import ROOT, wait_for
 from tests.e2e.test_gateway import kafka_offsets, zk_offsets
 
@@ -207,3 +207,34 @@ def test_mixed_with_kafka_python_is_refused_in_one_line(
         hlc.stop()
         if new is not None:
             new.stop()
+
+
+def test_mixed_with_a_scala_consumer_is_refused_in_one_line(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    """A HighLevelConsumer and a 0.10.2.2 Scala consumer in one group compute different
+    ranges over the same /ids (consumers vs threads): the bridge says so and stays out.
+    (Negative control of the line: the lone-HLC group of the first test has none.)"""
+    bridge = start_bridge()
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    group = f"kn-{uuid.uuid4().hex[:6]}"
+    hlc = _hlc(stack, chroot, group, topic, tmp_path, "hlc")
+    scala = LegacyConsumerProcess(
+        stack.zk_connect + chroot, group, [topic], log=tmp_path / "scala.log"
+    )
+    try:
+        scala.wait_ready(120)
+        line = wait_for(
+            lambda: next((x for x in bridge.text().splitlines() if REFUSED in x), None),
+            90,
+            0.5,
+            "refusal",
+        )
+        assert f"group {group}: " in line and hlc.consumer_id in line
+        assert f"scala consumers {scala.consumer_id}" in line and "different ranges" in line
+        ids = set(zk.get_children(f"/consumers/{group}/ids"))
+        assert ids == {hlc.consumer_id, scala.consumer_id}  # nothing mirrored
+    finally:
+        scala.stop()
+        hlc.stop()
