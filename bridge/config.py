@@ -306,6 +306,48 @@ class CoexistenceSettings(_Section):
     proxy_session_timeout_ms: int = Field(30000, ge=6000, le=1800000)
 
 
+class StormSpout(_Section):
+    """One storm-kafka ``KafkaSpout`` whose offsets the bridge reads (docs/migration.md)."""
+
+    #: the spout's ``SpoutConfig.zkRoot`` as the bridge sees it (inside its chroot, if any)
+    zk_root: str
+    #: ``SpoutConfig.id``: the offsets are at ``<zk_root>/<spout_id>/partition_<n>``
+    spout_id: str
+    #: the one topic the spout reads (``SpoutConfig.topic``)
+    topic: str
+    #: the name of the group in ``zk-bridge groups`` and of its Kafka consumer group
+    group: str
+
+    @model_validator(mode="after")
+    def _paths(self) -> StormSpout:
+        from zkpaths.dialects.storm import spout_path
+        from zkpaths.errors import ZkPathError
+        from zkpaths.names import topic_problem
+
+        try:
+            spout_path(self.zk_root, self.spout_id)
+        except ZkPathError as exc:
+            raise ValueError(f"{exc.path!r}: {exc.reason}") from None
+        if topic_problem(self.topic):
+            raise ValueError(f"topic {self.topic!r}: {topic_problem(self.topic)}")
+        return self
+
+
+class StormSettings(_Section):
+    """storm-kafka spouts, named explicitly: the bridge never scans ZooKeeper for them."""
+
+    spouts: list[StormSpout] = Field(default_factory=list)
+
+    @field_validator("spouts")
+    @classmethod
+    def _unique(cls, v: list[StormSpout]) -> list[StormSpout]:
+        groups = [s.group for s in v]
+        twice = sorted({g for g in groups if groups.count(g) > 1})
+        if twice:
+            raise ValueError(f"group names used by two spouts: {', '.join(twice)}")
+        return v
+
+
 class MetricsSettings(_Section):
     """The HTTP endpoint with ``/metrics``, ``/healthz`` and ``/readyz`` (docs/operations.md)."""
 
@@ -336,6 +378,7 @@ class Settings(_Section):
     coexistence: CoexistenceSettings = CoexistenceSettings()
     metrics: MetricsSettings = MetricsSettings()
     gateway: GatewaySettings = GatewaySettings()
+    storm: StormSettings = StormSettings()
 
     @model_validator(mode="after")
     def _gateway_rules(self) -> Settings:

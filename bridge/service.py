@@ -286,6 +286,7 @@ class Bridge:
                         full_interval_s=s.groups.full_interval_s,
                         committer=committer,
                         root=self.root,
+                        storm_spouts=s.storm.spouts,
                     ),
                     s.groups.poll_interval_s,
                 )

@@ -28,10 +28,10 @@ fi
 .venv/bin/python -m pip install -q -e '.[test,audit]'
 # Kafka 3.9 and 4.x + ZooKeeper server, the 0.8.2.2, 0.9.0.0, 0.9.0.1, 0.10.2.2 and 0.11.0.3
 # Scala consumers (and the 0.10.2.2 producer) for end-to-end
-# tests, and Spark's Kafka source for the audit pipeline
+# tests, Spark's Kafka source for the audit pipeline, storm-kafka 1.2.4's KafkaSpout
 .venv/bin/python -c "
 from bridge.jars import ensure_classpath
-for name in ('kafka', 'kafka4', 'legacy', 'legacy082', 'legacy0900', 'legacy0901', 'legacy0113', 'spark'):
+for name in ('kafka', 'kafka4', 'legacy', 'legacy082', 'legacy0900', 'legacy0901', 'legacy0113', 'spark', 'storm'):
     ensure_classpath(name)
 "
 # kafka-node 3.0.1 (HighLevelConsumer, the ZooKeeper Client) for its end-to-end tests: npm ci

@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from tqdm import tqdm
 
 import zkpaths
+from bridge.config import Settings, StormSpout
 from bridge.decide.migration import (
     GroupSnapshot,
     Offsets,
@@ -82,8 +83,18 @@ def _threads(member: Member) -> dict[str, tuple[str, ...]]:
         return {}
 
 
-def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) -> GroupState:
+def read_state(
+    zk: KazooClient,
+    admin: KafkaAdminClient,
+    group: str,
+    mode: str,
+    spout: StormSpout | None = None,
+) -> GroupState:
+    """Both worlds' view of ``group``; for a storm spout's group (``spout``), its
+    ZooKeeper store is the spout's own partition nodes and it has no old threads."""
     reader = ConsumerTreeReader(zk)
+    if spout is not None:
+        return _spout_state(reader, admin, group, mode, spout)
     old: dict[str, tuple[str, ...]] = {}
     mirrored: set[str] = set()
     real: list[str] = []
@@ -145,6 +156,35 @@ def read_state(zk: KazooClient, admin: KafkaAdminClient, group: str, mode: str) 
     )
 
 
+def _spout_state(
+    reader: ConsumerTreeReader, admin: KafkaAdminClient, group: str, mode: str, spout: StormSpout
+) -> GroupState:
+    nodes = reader.spout_offsets(spout.zk_root, spout.spout_id, spout.topic)
+    desc = describe_group(admin, group)
+    new = {m["member_id"]: m.get("client_id") or "" for m in desc.get("members", [])}
+    kafka_owners: dict[TopicPartition, str] = {}
+    for m in desc.get("members", []):
+        assignment = m.get("member_assignment") or {}
+        for a in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
+            for p in a["partitions"]:
+                kafka_owners[TopicPartition(a["topic"], p)] = m["member_id"]
+    try:
+        kafka_offsets = {TopicPartition(*k): o for k, o in group_offsets(admin, group).items()}
+    except KafkaError:
+        kafka_offsets = {}
+    zk_offsets = {tp: n.data.offset for tp, n in nodes.items() if n.data is not None}
+    state = desc.get("group_state") or "-"
+    # new members count as mirrored: a spout's group has no /ids to mirror them into
+    return GroupState(
+        group, mode, {}, state, set(), new, set(new), zk_offsets, kafka_offsets, {}, kafka_owners
+    )
+
+
+def spout_of(settings: Settings, group: str) -> StormSpout | None:
+    """The storm spout the config names ``group`` for, if any."""
+    return next((s for s in settings.storm.spouts if s.group == group), None)
+
+
 def total_lag(state: GroupState, ends: dict[TopicPartition, int]) -> int:
     lag = 0
     for tp, end in ends.items():
@@ -185,10 +225,12 @@ def cmd_groups(args: argparse.Namespace) -> int:
         records = read_records(zk, settings.bridge.root)
         names = set(records) | set(list_group_ids(admin))
         names |= set(ConsumerTreeReader(zk).groups())
+        names |= {s.group for s in settings.storm.spouts}
         rows = []
         for g in sorted(names):
             mode = records[g][0].mode.value if g in records else "(not seen yet)"
-            s = read_state(zk, admin, g, mode)
+            spout = spout_of(settings, g)
+            s = read_state(zk, admin, g, mode, spout)
             rows.append(
                 {
                     "group": g,
@@ -196,7 +238,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
                     "old_threads": len(s.old_threads),
                     "new_members": len(s.new_members),
                     "kafka_state": s.kafka_state,
-                    "dialects": s.dialects,
+                    "dialects": "storm-spout" if spout else s.dialects,
                 }
             )
     finally:
@@ -215,7 +257,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
     try:
         records = read_records(zk, settings.bridge.root)
         mode = records[args.group][0].mode.value if args.group in records else "(not seen yet)"
-        s = read_state(zk, admin, args.group, mode)
+        spout = spout_of(settings, args.group)
+        s = read_state(zk, admin, args.group, mode, spout)
         tps = set(s.zk_offsets) | set(s.kafka_offsets) | set(s.zk_owners) | set(s.kafka_owners)
         ends = log_ends(admin, tps)
     finally:
@@ -238,9 +281,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
         )
     consumers = s.member_rows()
     if args.output == "json":
-        doc = {"group": args.group, "mode": mode, "consumers": consumers, "partitions": rows}
+        dialect = {"storm_spout": spout.model_dump()} if spout else {}
+        doc = {"group": args.group, "mode": mode, **dialect, "consumers": consumers}
+        doc["partitions"] = rows
         print(json.dumps(doc, indent=2))
     else:
+        if spout is not None:
+            print(f"storm spout {spout.spout_id}: offsets at {spout.zk_root}/{spout.spout_id}")
         print(
             f"group {args.group}: mode {mode}, Kafka state {s.kafka_state}, "
             f"{len(s.old_threads)} old threads, {len(s.new_members)} new members"
@@ -257,13 +304,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
 # ---- migrate -------------------------------------------------------------------------------
 
 
-def evaluate(zk, admin, root: str, group: str, mode: str, args) -> tuple[list, GroupState]:
+def evaluate(
+    zk, admin, root: str, group: str, mode: str, args, spout: StormSpout | None = None
+) -> tuple[list, GroupState]:
     report = sync.request_sync(zk, root, group, args.sync_timeout)
-    state = read_state(zk, admin, group, mode)
+    state = read_state(zk, admin, group, mode, spout)
     ends = log_ends(admin, set(state.zk_offsets) | set(state.kafka_offsets))
     lag_start = total_lag(state, ends)
     time.sleep(args.lag_window)
-    later = read_state(zk, admin, group, mode)
+    later = read_state(zk, admin, group, mode, spout)
     lag_end = total_lag(later, log_ends(admin, set(ends)))
     synced = {
         tp: Offsets(None if z < 0 else z, None if k < 0 else k)
@@ -333,7 +382,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                     }
                 )
                 continue
-            results, _ = evaluate(zk, admin, root, g, record.mode.value, args)
+            spout = spout_of(settings, g)
+            results, _ = evaluate(zk, admin, root, g, record.mode.value, args, spout)
             row = {
                 "group": g,
                 "from": record.mode.value,

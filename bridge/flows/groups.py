@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kafka import KafkaAdminClient
@@ -16,6 +17,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 import zkpaths
+from bridge.config import StormSpout
 from bridge.decide.groups import (
     SCOPE,
     OnGroupDeleted,
@@ -28,6 +30,7 @@ from bridge.decide.groups import (
 from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
+from bridge.flows.storm import StormSpouts
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups, read_offsets
@@ -66,11 +69,14 @@ class GroupMirrorFlow:
         full_interval_s: float = 1.0,
         committer: OffsetCommitter | None = None,
         root: str = "/kafka-zk-bridge",
+        storm_spouts: Sequence[StormSpout] = (),
     ) -> None:
         self.zk = zk
         self.admin = admin
         self.writer = writer
-        self.filter = group_filter
+        # a storm spout's group is reconciled by bridge.flows.storm, never mirrored here
+        spout_groups = {s.group for s in storm_spouts}
+        self.filter = lambda g: g not in spout_groups and group_filter(g)
         self.on_deleted = on_deleted
         self.coexist = coexistence
         if coexistence is not None:
@@ -88,6 +94,9 @@ class GroupMirrorFlow:
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
         self.reader = ConsumerTreeReader(zk, report=self._bad_node)
+        self.storm = StormSpouts(
+            storm_spouts, self.reader, admin, writer, committer, root, self._report_once
+        )
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -219,6 +228,7 @@ class GroupMirrorFlow:
             written = self._apply_per_group(desired, owned)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
+        self._after.update(self.storm.tick(self.records))
         self._answer_sync_requests(requests)
         return written
 

@@ -19,7 +19,7 @@ POM_DIR = Path(__file__).with_name("poms")
 #: newest Kafka 4.x + ZooKeeper server), "legacy"
 #: (the 0.10.2.2 Scala high-level consumer and Java producer used by end-to-end tests),
 #: "legacy082" (the 0.8.2.2 Scala consumer, the oldest client they run), "spark" (Spark's
-#: Kafka source for the audit pipeline).
+#: Kafka source for the audit pipeline), "storm" (storm-kafka 1.2.4's KafkaSpout).
 CLASSPATHS = (
     "kafka",
     "kafka4",
@@ -29,6 +29,7 @@ CLASSPATHS = (
     "legacy0901",
     "legacy0113",
     "spark",
+    "storm",
 )
 
 # Two SLF4J bindings on one classpath make every JVM print warnings; the stack logs

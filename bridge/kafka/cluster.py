@@ -12,6 +12,7 @@ from kafka import KafkaAdminClient
 
 from bridge.kafka.calls import KafkaCallTimeout, admin_call
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
+from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -139,3 +140,17 @@ def read_cluster(
         topics=topics,
         unsettled=frozenset(unsettled),
     )
+
+
+def partition_leaders(
+    admin: KafkaAdminClient, topics: Iterable[str]
+) -> dict[TopicPartition, tuple[str, int]]:
+    """The leader's host and port per partition of ``topics`` (leaderless ones left out)."""
+    brokers = read_brokers(admin)
+    out: dict[TopicPartition, tuple[str, int]] = {}
+    for t in describe_topics(admin, sorted(set(topics))):
+        for p in t.get("partitions") or []:
+            b = brokers.get(p.get("leader_id", -1))
+            if b is not None:
+                out[TopicPartition(t["name"], p["partition_index"])] = (b.host, b.port)
+    return out

@@ -25,7 +25,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
 from zkpaths import ConsumerRegistration, TopicPartition
-from zkpaths.dialects import Member, decode_member
+from zkpaths.dialects import Member, decode_member, storm
 from zkpaths.dialects.kafka_node import owner_problem
 from zkpaths.names import topic_problem
 
@@ -55,6 +55,18 @@ class OffsetNode:
 
     offset: int
     version: int
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class SpoutNode:
+    """A storm spout's partition node as read, with the znode version a write checks;
+    ``data`` is None (and ``problem`` says why) for a node that was reported and must be
+    left alone."""
+
+    data: storm.SpoutOffset | None
+    version: int
+    path: str
     problem: str | None = None
 
 
@@ -210,6 +222,40 @@ class ConsumerTreeReader:
                 problem = _problem(path, exc)
                 self.report(problem)
                 out[paths[path]] = OffsetNode(-1, stat.version, problem.reason)
+        return out
+
+    # -- other dialects -------------------------------------------------------------------------
+    def spout_offsets(
+        self, zk_root: str, spout_id: str, topic: str
+    ) -> dict[TopicPartition, SpoutNode]:
+        """A storm-kafka KafkaSpout's ``partition_<n>`` nodes of ``topic``; a node that is not
+        one the spout would resume from (half-written, another topic or partition than its
+        path) is reported and kept with its ``problem`` and no data, to be left alone."""
+        base = storm.spout_path(zk_root, spout_id)
+        names = self.children([base])[base]
+        paths: dict[str, int] = {}
+        for name in names:
+            partition = storm.parse_partition_name(name)
+            if partition is None:
+                self.report(NodeProblem(f"{base}/{name}", "not a storm spout partition node"))
+            else:
+                paths[f"{base}/{name}"] = partition
+        out: dict[TopicPartition, SpoutNode] = {}
+        for path, (data, stat) in self.pipelined("get", sorted(paths)).items():
+            tp = TopicPartition(topic, paths[path])
+            try:
+                node = storm.decode_spout_offset(data or b"", path=path)
+            except zkpaths.ZkLayoutError as exc:
+                problem = _problem(path, exc)
+            else:
+                if (node.topic, node.partition) == (topic, tp.partition):
+                    out[tp] = SpoutNode(node, stat.version, path)
+                    continue
+                problem = NodeProblem(
+                    path, f"holds {node.topic}-{node.partition}, expected {topic}-{tp.partition}"
+                )
+            self.report(problem)
+            out[tp] = SpoutNode(None, stat.version, path, problem.reason)
         return out
 
     def _partition_nodes(

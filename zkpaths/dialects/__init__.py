@@ -6,7 +6,8 @@ per *thread* (``<consumer id>-<n>``); kafka-node's HighLevelConsumer writes the 
 with its own shape and owns per *consumer* (:mod:`.kafka_node`). A group's members are
 decoded here once, tagged with their dialect, so the reader, the flows and the commands
 agree on who is who and on the ids its owner nodes hold. A dialect module adds its
-detection to :func:`decode_member` and its threads to :func:`member_threads`.
+detection to :func:`decode_member` and its threads to :func:`member_threads`. storm-kafka's
+KafkaSpout registers nothing there: its offsets live in a tree of its own (:mod:`.storm`).
 
 Pure: data in, :class:`Member` or :class:`~zkpaths.ZkLayoutError` out.
 """
