@@ -3,6 +3,7 @@ and what is allowed (and where it came from when that is not the file)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -250,6 +251,7 @@ def test_model_has_every_section():
         "coexistence",
         "metrics",
         "gateway",
+        "storm",
     }
 
 
@@ -363,3 +365,19 @@ def test_config_check_reports_the_cross_key_rule(tmp_path):
     ok = _zk_bridge("config", "check", str(path), "-v", env={"PATH": "/usr/bin:/bin"})
     assert ok.returncode == 0, ok.stderr
     assert '"listen": "0.0.0.0:9092"' in ok.stdout
+
+
+def test_storm_spouts_from_the_environment_and_their_errors():
+    spout = {"zk_root": "/storm", "spout_id": "s1", "topic": "clicks", "group": "clicks-spout"}
+    env = {"ZK_BRIDGE__STORM__SPOUTS": json.dumps([spout])}
+    got = load(None, environ=env).storm.spouts
+    assert [s.model_dump() for s in got] == [spout]
+    for bad, named in (
+        ({**spout, "zk_root": "storm"}, "zkRoot must be an absolute path"),
+        ({**spout, "spout_id": "a/b"}, "one non-empty path element"),
+        ({**spout, "topic": "a b"}, "topic 'a b'"),
+    ):
+        with pytest.raises(ConfigError, match=named):
+            load(None, {"storm": {"spouts": [bad]}})
+    with pytest.raises(ConfigError, match="used by two spouts: clicks-spout"):
+        load(None, {"storm": {"spouts": [spout, {**spout, "spout_id": "s2"}]}})
