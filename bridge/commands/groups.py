@@ -18,6 +18,7 @@ from tqdm import tqdm
 import zkpaths
 from bridge.config import Settings, StormSpout
 from bridge.decide.migration import (
+    GateResult,
     GroupSnapshot,
     Offsets,
     StepRefused,
@@ -330,11 +331,23 @@ def evaluate(
         lag_end=lag_end,
     )
     results = gates(snapshot, expected_members=args.expect_members)
+    if spout is not None:
+        results.append(_spout_gate(zk, spout))
     if report is None:
         results[0] = type(results[0])(
             "stores equal", False, (f"no answer from an active bridge within {args.sync_timeout}s",)
         )
     return results, later
+
+
+def _spout_gate(zk: KazooClient, spout: StormSpout) -> GateResult:
+    """A storm spout's nodes must all be readable: the bridge leaves a bad one alone, so
+    a step over it would hand a partition to Kafka (or back) without its offset."""
+    problems: list[NodeProblem] = []
+    ConsumerTreeReader(zk, report=problems.append).spout_offsets(
+        spout.zk_root, spout.spout_id, spout.topic
+    )
+    return GateResult("spout offsets readable", not problems, tuple(map(str, problems)))
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
