@@ -282,8 +282,12 @@ class GroupsSettings(_Section):
     on_group_deleted: Literal["keep-offsets", "delete"] = "keep-offsets"
     #: how often committed offsets are fetched and mirrored (one OffsetFetch per coordinator)
     poll_interval_s: float = Field(0.1, gt=0, le=60)
-    #: how often groups, members and assignments are re-described in full
+    #: how often groups, members and assignments are re-described in full (with
+    #: follow_offsets_log: how often topics and storage modes are read again)
     full_interval_s: float = Field(1.0, gt=0, le=600)
+    #: follow __consumer_offsets and ask the group APIs only about the groups its records
+    #: name, every group at each bridge.resync_interval_s (docs/concepts.md)
+    follow_offsets_log: bool = True
 
     @field_validator("include", "exclude")
     @classmethod

@@ -13,6 +13,7 @@ import threading
 import time
 
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, LockTimeout, SessionExpiredError
 
@@ -25,6 +26,7 @@ from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
+from bridge.kafka.offsets_log import OffsetsLogFollower
 from bridge.logs import FailureStreak
 from bridge.metrics import METRICS
 from bridge.zookeeper.acl import announce, repair_acls
@@ -57,6 +59,7 @@ class Bridge:
         self.gateway = None
         self.is_leader = False
         self._coexistence = None
+        self._follower: OffsetsLogFollower | None = None
         # ---- read by /readyz (bridge.http) from its own thread ----
         #: "connecting" | "standby" | "leader" | "stopping"
         self.state = "connecting"
@@ -222,6 +225,9 @@ class Bridge:
             self.is_leader = False
             self.state = "stopping" if self.stop_event.is_set() else "standby"
             METRICS.leader.set(0)
+            if self._follower is not None:
+                self._follower.close()
+                self._follower = None
             if self._coexistence is not None:
                 # stopping without LeaveGroup: a successor's proxies take the same static ids
                 self._coexistence.close(leave=False)
@@ -287,11 +293,27 @@ class Bridge:
                         committer=committer,
                         root=self.root,
                         storm_spouts=s.storm.spouts,
+                        follower=self._follower_of_offsets(),
                     ),
                     s.groups.poll_interval_s,
                 )
             )
         return flows
+
+    def _follower_of_offsets(self) -> OffsetsLogFollower | None:
+        """The groups flow's follower of ``__consumer_offsets`` (closed when leading ends);
+        it starts following once the flow's first full read found the topic."""
+        if not self.settings.groups.follow_offsets_log:
+            return None
+        options = self.settings.kafka.client_options()
+        servers = options.pop("bootstrap_servers")
+        try:
+            self._follower = OffsetsLogFollower(servers, client_options=options, wait=False)
+        except KafkaError as exc:  # Kafka away right now: this term polls every group
+            log.warning(
+                "not following __consumer_offsets this term: %s: %s", type(exc).__name__, exc
+            )
+        return self._follower
 
     def _run_flows(self, flows: list[tuple[Flow, float]]) -> None:
         resync_every = self.settings.bridge.resync_interval_s

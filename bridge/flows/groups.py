@@ -3,6 +3,10 @@
 Each tick: list and describe the groups (one batched OffsetFetch per coordinator), read
 which consumer ids are registered under each group's ``/ids``, let ``decide_group`` say what
 the tree should be, and write only the difference as fenced batches.
+
+With a follower of ``__consumer_offsets`` (``bridge.kafka.offsets_log``) the group APIs are
+asked only about the groups whose records say they changed (and in full at each resync, the
+safety net); docs/concepts.md says why nothing is missed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from bridge.flows.storm import StormSpouts
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups, read_offsets
+from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
@@ -70,6 +75,7 @@ class GroupMirrorFlow:
         committer: OffsetCommitter | None = None,
         root: str = "/kafka-zk-bridge",
         storm_spouts: Sequence[StormSpout] = (),
+        follower: OffsetsLogFollower | None = None,
     ) -> None:
         self.zk = zk
         self.admin = admin
@@ -97,6 +103,9 @@ class GroupMirrorFlow:
         self.storm = StormSpouts(
             storm_spouts, self.reader, admin, writer, committer, root, self._report_once
         )
+        self.follower = follower
+        #: groups whose records arrived since the group APIs were last asked about them
+        self.dirty: set[str] = set()
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -105,22 +114,21 @@ class GroupMirrorFlow:
     def resync(self) -> None:
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_nodes(self.zk, sorted(self.owned()))
+        if self.follower is not None:
+            self._picture = None  # the full reconcile: every group asked again
 
     def _kafka_picture(self) -> KafkaPicture:
         """Groups, members and topics: read in full every ``full_interval_s``; in between
         only the committed offsets change (the fast path that keeps offset lag low)."""
+        if self.follower is not None and self._follows():
+            return self._followed_picture(self.follower)
         pic = self._picture
         if (
             pic is None
             or time.monotonic() - pic.read_at >= self.full_interval_s
             or (self.coexist is not None and self.coexist.pending)
         ):
-            kinds = list_group_ids(self.admin)
-            wanted = sorted(g for g in kinds if self.filter(g))
-            # protocol type "" is a group that only commits offsets (assign() + commit)
-            consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
-            views = read_groups(self.admin, consumer_groups)
-            pic = KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
+            pic = self._full_picture()
         else:
             fresh = read_offsets(self.admin, [g for g, v in pic.views.items() if not v.error])
             vanished = any(
@@ -136,10 +144,91 @@ class GroupMirrorFlow:
         self._picture = pic
         return pic
 
+    def _follows(self) -> bool:
+        """Whether the follower follows; it starts once a full read found the topic (which
+        exists once a group asked for its coordinator), and that read is made again after
+        it started, so what was committed before its start is read too."""
+        assert self.follower is not None
+        if self.follower.assigned:
+            return True
+        count = self._picture.partitions.get(OFFSETS_TOPIC) if self._picture else None
+        if not count:
+            return False
+        self.follower.assign(count)  # from the log's end, fixed before the full read below
+        self._picture = None
+        return True
+
+    def _followed_picture(self, follower: OffsetsLogFollower) -> KafkaPicture:
+        """The picture with a follower: in full at start and at each resync, else the
+        last one with the groups named by new records asked again. Groups are taken off
+        ``dirty`` only once read: a failed read leaves them for the next tick."""
+        self.dirty |= follower.changed_groups()
+        pic = self._picture
+        if pic is None or (self.coexist is not None and self.coexist.pending):
+            read = set(self.dirty)
+            pic = self._full_picture()
+            self.dirty -= read
+        else:
+            pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
+        self._picture = pic
+        return pic
+
+    def _full_picture(self) -> KafkaPicture:
+        """Every group listed and described, with its offsets, and the topics."""
+        kinds = list_group_ids(self.admin)
+        wanted = sorted(g for g in kinds if self.filter(g))
+        # protocol type "" is a group that only commits offsets (assign() + commit)
+        consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
+        views = read_groups(self.admin, consumer_groups)
+        return KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
+
+    def _reread(self, pic: KafkaPicture, groups: list[str]) -> KafkaPicture:
+        """``pic`` with ``groups`` described again (topics too, every ``full_interval_s``:
+        a topic's records are not in ``__consumer_offsets``). A group Kafka no longer has
+        leaves the picture; one that could not be read stays dirty and as it was."""
+        self.dirty -= set(self.dirty) - set(groups)  # filtered out: never mirrored
+        kinds, views = dict(pic.kinds), dict(pic.views)
+        for g, view in self._read_settled(groups, pic.views).items():
+            if view.error:
+                continue
+            self.dirty.discard(g)
+            if view.state == "Dead" and not view.offsets:
+                kinds.pop(g, None)
+                views.pop(g, None)
+                continue
+            kinds[g] = view.protocol_type
+            if view.protocol_type in ("consumer", ""):
+                views[g] = view
+            else:
+                views.pop(g, None)
+        partitions, read_at = pic.partitions, pic.read_at
+        if time.monotonic() - read_at >= self.full_interval_s:
+            partitions, read_at = partition_counts(self.admin), time.monotonic()
+        wanted = sorted(g for g in kinds if self.filter(g))
+        return KafkaPicture(kinds, wanted, views, partitions, read_at)
+
+    def _read_settled(self, groups: list[str], before: dict[str, GroupView]) -> dict:
+        """``read_groups``, once more for a live group whose offsets vanished: described
+        just before a deletion and fetched just after, it would look alive without offsets
+        (and lose its ``owners/<t>``); read again, it is Dead (Kafka marks a group Dead
+        before removing its offsets), or it really lost those offsets."""
+        views = read_groups(self.admin, groups)
+        again = [
+            g
+            for g, v in views.items()
+            if not v.error
+            and v.state != "Dead"
+            and g in before
+            and set(before[g].offsets) - set(v.offsets)
+        ]
+        return {**views, **read_groups(self.admin, again)} if again else views
+
     def tick(self) -> int:
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
+        if self.follower is not None:
+            self.dirty |= set(requests)  # the groups asked about are read again for it
         pic = self._kafka_picture()
         kinds, views, partitions = pic.kinds, pic.views, pic.partitions
         # a group being deleted still answers for a moment, as Dead and without offsets
@@ -240,6 +329,8 @@ class GroupMirrorFlow:
                 sync.answer(self.writer, self.root, g, request, self._after[g])
 
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
+        if self.follower is not None and to_kafka:
+            to_kafka = self._still_ahead(to_kafka)
         for group, offsets in to_kafka.items():
             if self.committer is None:
                 return
@@ -247,6 +338,23 @@ class GroupMirrorFlow:
                 self.committer.commit(group, offsets, "by_mode")
             except KafkaError as exc:
                 self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
+
+    def _still_ahead(
+        self, to_kafka: dict[str, dict[TopicPartition, int]]
+    ) -> dict[str, dict[TopicPartition, int]]:
+        """The commits that are still ahead of Kafka, asked now: with a follower a group's
+        offsets in the picture may be a moment old, and a commit decided from them must not
+        move back an offset a member committed since (I2)."""
+        fresh = read_offsets(self.admin, sorted(to_kafka))
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for group, offsets in to_kafka.items():
+            now = fresh.get(group)
+            if not isinstance(now, dict):
+                continue  # not readable now: decided again next tick
+            ahead = {tp: o for tp, o in offsets.items() if now.get(tp, -1) < o}
+            if ahead:
+                out[group] = ahead
+        return out
 
     def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
         """Groups that exist only in ZooKeeper, with offsets old consumers committed and no

@@ -1,0 +1,113 @@
+"""Flows F2/F3 triggered by the follower of ``__consumer_offsets`` (issue 14), on the stack.
+
+With a follower, the groups flow asks the group APIs only about the groups whose records
+arrived, and about every group at each resync (the full reconcile). These tests drive one
+flow by hand, tick by tick, against real commits of a real kafka-python consumer:
+
+* an offset committed while a full reconcile runs (after it read Kafka, before it wrote) is
+  written by a later tick, without another reconcile: the follower named the group;
+* the negative control - the same commit with the follower's events thrown away - is not
+  written however many ticks pass, until the next reconcile writes it (a missed event is
+  caught by the reconcile).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTP
+from kafka.structs import OffsetAndMetadata
+from kazoo.client import KazooClient
+
+import zkpaths
+from bench import create_topic
+from bridge.flows.groups import GroupMirrorFlow
+from bridge.kafka.groups import GroupFilter
+from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.zookeeper.fence import claim_epoch
+from bridge.zookeeper.writer import FencedWriter, Ledger
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.integration
+
+ROOT = "/kzb"
+#: how long the negative control ticks without the event: many follower round trips
+DEAF_S = 4.0
+
+
+@pytest.fixture
+def world(stack, zk: KazooClient, admin, topic_name):
+    """A topic, a group committing to it, and a flow with a follower mirroring the group."""
+    topic = topic_name("t")
+    create_topic(admin, topic, 1)
+    group = topic_name("g")
+    consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap_servers, group_id=group)
+    consumer.commit({KafkaTP(topic, 0): OffsetAndMetadata(5, "", -1)})  # creates the topic
+    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk, admin, writer, GroupFilter([group]), root=ROOT, follower=follower, committer=None
+    )
+    flow.resync()
+    try:
+        yield flow, consumer, group, topic
+    finally:
+        consumer.close()
+        follower.close()
+
+
+def _zk_offset(zk: KazooClient, group: str, topic: str) -> int | None:
+    path = zkpaths.offset_path(group, topic, 0)
+    return int(zk.get(path)[0]) if zk.exists(path) else None
+
+
+def _commit(consumer: KafkaConsumer, topic: str, offset: int) -> None:
+    consumer.commit({KafkaTP(topic, 0): OffsetAndMetadata(offset, "", -1)})
+
+
+def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
+    """Count the flow's full reads; ``during`` runs right after each (Kafka read, nothing
+    written yet)."""
+    calls: list[int] = []
+    original = flow._full_picture
+
+    def counted():
+        pic = original()
+        calls.append(1)
+        if during is not None:
+            during()
+        return pic
+
+    flow._full_picture = counted
+    return calls
+
+
+def test_commit_during_reconcile_is_written_by_a_later_tick(zk, world):
+    flow, consumer, group, topic = world
+    flow.tick()
+    assert _zk_offset(zk, group, topic) == 5
+    raced = []
+    full = _full_reads(flow, during=lambda: raced or (_commit(consumer, topic, 9), raced.append(1)))
+    flow.resync()  # the reconcile: Kafka read, then offset 9 committed before the write
+    flow.tick()
+    assert raced and _zk_offset(zk, group, topic) == 5  # the reconcile wrote what it read
+    wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == 9, 30, 0.1, "9 in ZK")
+    assert len(full) == 1  # written by a triggered re-read, not by another reconcile
+
+
+def test_missed_event_is_caught_by_the_reconcile(zk, world):
+    flow, consumer, group, topic = world
+    flow.tick()
+    assert _zk_offset(zk, group, topic) == 5
+    flow.follower.changed_groups = lambda timeout_ms=0: set()  # deaf: events thrown away
+    _commit(consumer, topic, 11)
+    deadline = time.monotonic() + DEAF_S
+    while time.monotonic() < deadline:  # negative control: nothing names the group
+        flow.tick()
+        time.sleep(0.1)
+    assert _zk_offset(zk, group, topic) == 5
+    flow.resync()  # the safety net
+    flow.tick()
+    assert _zk_offset(zk, group, topic) == 11
