@@ -215,6 +215,8 @@ class Coexistence:
                 self._release(group, pending, step)
         elif self._check_protocol(group, view):
             return None  # the two worlds cannot share this group; reported, nothing written
+        elif self._departed_proxies(group, view):
+            return None  # Kafka still lists a proxy the bridge stopped: wait for its leave
         elif view is not None and view.state == "Stable" and not view.error:
             members = tuple(
                 KafkaMember(m.member_id, m.group_instance_id, m.topics or ()) for m in view.members
@@ -237,6 +239,16 @@ class Coexistence:
         for problem in decision.problems:
             self.report(group, problem, "partial")
         return decision
+
+    def _departed_proxies(self, group: str, view: GroupView | None) -> bool:
+        """Whether ``view`` lists a proxy of this bridge that was stopped (its old consumer
+        left, e.g. ``kill -9``): until Kafka drops it, the view would read as a new member
+        leading the group, so nothing is decided on it."""
+        running = {t for (g, t) in self.proxies if g == group}
+        return view is not None and any(
+            m.client_id == PROXY_CLIENT_ID and m.group_instance_id not in running
+            for m in view.members
+        )
 
     def _release(self, group: str, pending: PendingSync, step: HeldStep) -> None:
         """The leader proxy sends ``step.release``: say so, and remember a withheld group."""
