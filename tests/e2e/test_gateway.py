@@ -70,10 +70,13 @@ def registered(zk) -> dict[int, dict]:
 OLD_GROUPS_UNMIRRORED = {"ZK_BRIDGE__GROUPS__EXCLUDE": '["old-.*"]'}
 
 
-def start_gateway_bridge(start_bridge, zk, admin, bridges: list | None = None) -> dict:
+def start_gateway_bridge(
+    start_bridge, zk, admin, bridges: list | None = None, extra_env: dict | None = None
+) -> dict:
     """A bridge with its gateway on a free port, advertised; returns the endpoint
     /brokers/ids publishes for each broker id, once every broker of Kafka has one."""
     env = {"ZK_BRIDGE__REGISTRY__ADVERTISE": "gateway", **OLD_GROUPS_UNMIRRORED}
+    env.update(extra_env or {})
     bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=env)
     if bridges is not None:
         bridges.append(bridge)

@@ -149,47 +149,57 @@ def test_storm_spout_hands_over_to_kafka_and_back(
         }, spout.lines[-10:]
         assert hosts_before != spout.partitions  # negative control: the move was real
         spout.stop_spout()
-        by_spout = [m.value for m in spout.messages]
         at_stop = {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()}
         assert sum(at_stop.values()) == 40, at_stop
         assert {n["topology"]["id"] for n in _spout_nodes(zk, chroot).values()} == {"topology-1"}
 
-        # the bridge shows the spout as a group, with its offsets
-        listed = _cli(stack, chroot, env, "groups", "--output", "json")
-        rows = {r["group"]: r for r in json.loads(listed.stdout)}
-        assert rows[group]["dialects"] == "storm-spout" and rows[group]["mode"] == "zookeeper"
-        shown = _cli(stack, chroot, env, "describe", group, "--output", "json")
-        described = json.loads(shown.stdout)
-        assert {r["partition"]: r["zk_offset"] for r in described["partitions"]} == at_stop
-
-        # negative control: a Kafka consumer without the spout's offsets starts elsewhere
-        other = _consume_kafka(stack, f"{group}-other", topic, len(sent), timeout=30)
-        assert set(other) & set(by_spout), "a fresh group should re-read what the spout read"
-
-        for step in ("dual", "kafka"):
-            r = _cli(stack, chroot, env, "migrate", group, "--to", step, "--lag-window", "1")
-            assert r.returncode == 0, r.stdout + r.stderr
-        assert _kafka_offsets(admin, group, topic) == at_stop
-
-        by_kafka = _consume_kafka(stack, group, topic, len(sent) - len(by_spout))
-        assert Counter(by_spout + by_kafka) == Counter(sent)  # no loss, no duplicate
-        ends = {p: PER_PARTITION for p in range(PARTITIONS)}
-        assert _kafka_offsets(admin, group, topic) == ends
-        # kafka mode: the bridge keeps the spout's nodes at the Kafka group's position
-        wait_for(
-            lambda: {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()} == ends,
-            30,
-            what="spout nodes at the Kafka group's offsets",
-        )
-
-        for step in ("dual", "zookeeper"):
-            r = _cli(stack, chroot, env, "migrate", group, "--to", step, "--lag-window", "1")
-            assert r.returncode == 0, r.stdout + r.stderr
-        more = _produce(stack, topic, len(sent), 15)
-        spout.start("topology-2")
-        again = [m.value for m in spout.take(15)]
-        spout.stop_spout()
-        assert sorted(again) == sorted(more), again  # resumed at the Kafka group's position
-        assert Counter(by_spout + by_kafka + again) == Counter(sent + more)
+        hand_over_and_back(stack, zk, admin, chroot, env, spout, group, topic, sent)
     finally:
         spout.close()
+
+
+def hand_over_and_back(
+    stack, zk, admin, chroot: str, env: dict, spout, group: str, topic: str, sent: list[str]
+) -> None:
+    """From a stopped spout: ``groups``/``describe`` show it; ``migrate`` to ``kafka``; a
+    kafka-python member of the group consumes the rest; ``migrate`` back to ``zookeeper``;
+    a restarted spout resumes at the Kafka group's position. Each message once overall."""
+    by_spout = [m.value for m in spout.messages]
+    at_stop = {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()}
+    # the bridge shows the spout as a group, with its offsets
+    listed = _cli(stack, chroot, env, "groups", "--output", "json")
+    rows = {r["group"]: r for r in json.loads(listed.stdout)}
+    assert rows[group]["dialects"] == "storm-spout" and rows[group]["mode"] == "zookeeper"
+    shown = _cli(stack, chroot, env, "describe", group, "--output", "json")
+    described = json.loads(shown.stdout)
+    assert {r["partition"]: r["zk_offset"] for r in described["partitions"]} == at_stop
+
+    # negative control: a Kafka consumer without the spout's offsets starts elsewhere
+    other = _consume_kafka(stack, f"{group}-other", topic, len(sent), timeout=30)
+    assert set(other) & set(by_spout), "a fresh group should re-read what the spout read"
+
+    for step in ("dual", "kafka"):
+        r = _cli(stack, chroot, env, "migrate", group, "--to", step, "--lag-window", "1")
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert _kafka_offsets(admin, group, topic) == at_stop
+
+    by_kafka = _consume_kafka(stack, group, topic, len(sent) - len(by_spout))
+    assert Counter(by_spout + by_kafka) == Counter(sent)  # no loss, no duplicate
+    ends = {p: PER_PARTITION for p in range(PARTITIONS)}
+    assert _kafka_offsets(admin, group, topic) == ends
+    # kafka mode: the bridge keeps the spout's nodes at the Kafka group's position
+    wait_for(
+        lambda: {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()} == ends,
+        30,
+        what="spout nodes at the Kafka group's offsets",
+    )
+
+    for step in ("dual", "zookeeper"):
+        r = _cli(stack, chroot, env, "migrate", group, "--to", step, "--lag-window", "1")
+        assert r.returncode == 0, r.stdout + r.stderr
+    more = _produce(stack, topic, len(sent), 15)
+    spout.start("topology-2")
+    again = [m.value for m in spout.take(15)]
+    spout.stop_spout()
+    assert sorted(again) == sorted(more), again  # resumed at the Kafka group's position
+    assert Counter(by_spout + by_kafka + again) == Counter(sent + more)
