@@ -41,3 +41,6 @@ if command -v npm >/dev/null 2>&1; then
 else
   echo "setup: npm not found; the kafka-node tests will fail (install node 18+)" >&2
 fi
+# pykafka 2.8.0 (the pykafka dialect's end-to-end test) in a virtualenv of its own: it pins
+# kazoo 2.5.0, older than the bridge's
+.venv/bin/python -c "from bridge.devstack.pykafka_client import ensure_pykafka; ensure_pykafka()"

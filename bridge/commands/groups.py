@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 import zkpaths
 from bridge.config import Settings, StormSpout
+from bridge.decide.dialects import pykafka_refusal
 from bridge.decide.migration import (
     GateResult,
     GroupSnapshot,
@@ -26,8 +27,10 @@ from bridge.decide.migration import (
     check_step,
     gates,
 )
+from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import describe_group, group_offsets, list_group_ids
 from bridge.kafka.offsets import log_ends
+from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
@@ -52,6 +55,10 @@ class GroupState:
     zk_owners: dict[TopicPartition, str]
     kafka_owners: dict[TopicPartition, str]
     members: dict[str, Member] = field(default_factory=dict)  # ZooKeeper consumers
+    #: partitions pykafka consumers own (owners/<t>/<leader>-<p>): partition -> consumer id
+    pykafka_owners: dict[TopicPartition, str] = field(default_factory=dict)
+    #: why the bridge does not carry this group (decide.dialects), or None
+    note: str | None = None
 
     @property
     def dialects(self) -> str:
@@ -65,6 +72,9 @@ class GroupState:
             ids = {t for ts in _threads(m).values() for t in ts}
             owned = sorted(
                 f"{tp.topic}-{tp.partition}" for tp, o in self.zk_owners.items() if o in ids
+            )
+            owned += sorted(
+                f"{tp.topic}-{tp.partition}" for tp, o in self.pykafka_owners.items() if o == cid
             )
             rows.append(
                 {
@@ -121,6 +131,10 @@ def read_state(
     every_topic: dict[str, None] = {group: None}
     zk_offsets = {tp: n.offset for tp, n in reader.offsets(every_topic)[group].items()}
     zk_owners = reader.owners(every_topic)[group]
+    pyk_owners = {}
+    if any(m.registration is None for m in members.values()):
+        counts = partition_counts(admin)
+        pyk_owners = {tp: o.consumer_id for tp, o in reader.pykafka_owners(group, counts).items()}
     desc = describe_group(admin, group)
     proxies: set[str] = set()
     new: dict[str, str] = {}
@@ -141,6 +155,11 @@ def read_state(
         kafka_offsets = group_offsets(admin, group)
     except KafkaError:  # a group unknown to Kafka has no offsets there
         kafka_offsets = {}
+    clients = {
+        m["member_id"]: m.get("client_id") or ""
+        for m in desc.get("members", [])
+        if m.get("client_id") != PROXY_CLIENT_ID
+    }
     return GroupState(
         group,
         mode,
@@ -154,6 +173,8 @@ def read_state(
         zk_owners,
         kafka_owners,
         members,
+        pyk_owners,
+        pykafka_refusal(group, members, clients),
     )
 
 
@@ -261,6 +282,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         spout = spout_of(settings, args.group)
         s = read_state(zk, admin, args.group, mode, spout)
         tps = set(s.zk_offsets) | set(s.kafka_offsets) | set(s.zk_owners) | set(s.kafka_owners)
+        tps |= set(s.pykafka_owners)
         ends = log_ends(admin, tps)
     finally:
         zk.stop()
@@ -277,7 +299,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
                 "kafka_offset": s.kafka_offsets.get(tp, "-"),
                 "log_end": "-" if end is None else end,
                 "lag": "-" if end is None or committed < 0 else end - committed,
-                "owner": s.zk_owners.get(tp) or s.kafka_owners.get(tp) or "-",
+                "owner": s.zk_owners.get(tp)
+                or s.pykafka_owners.get(tp)
+                or s.kafka_owners.get(tp)
+                or "-",
             }
         )
     consumers = s.member_rows()
@@ -285,7 +310,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         dialect = {"storm_spout": spout.model_dump()} if spout else {}
         doc = {"group": args.group, "mode": mode, **dialect, "consumers": consumers}
         doc["partitions"] = rows
-        print(json.dumps(doc, indent=2))
+        print(json.dumps(doc | {"note": s.note}, indent=2))
     else:
         if spout is not None:
             print(f"storm spout {spout.spout_id}: offsets at {spout.zk_root}/{spout.spout_id}")
@@ -293,6 +318,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
             f"group {args.group}: mode {mode}, Kafka state {s.kafka_state}, "
             f"{len(s.old_threads)} old threads, {len(s.new_members)} new members"
         )
+        if s.note:
+            print(f"note: {s.note}")
         if consumers:
             _print_table(consumers, ["consumer_id", "dialect", "topics", "owns"])
             print()

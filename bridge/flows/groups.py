@@ -22,6 +22,7 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bridge.config import StormSpout
+from bridge.decide.dialects import pykafka_members, pykafka_refusal, stand_aside
 from bridge.decide.groups import (
     SCOPE,
     OnGroupDeleted,
@@ -99,6 +100,8 @@ class GroupMirrorFlow:
         self._reported: set[str] = set()
         #: the last decision per group, for the CLI and tests: reason or None
         self.skipped: dict[str, str] = {}
+        #: groups whose ZooKeeper consumers' dialects cannot share them (decide.dialects)
+        self.refused: dict[str, str] = {}
         self.reader = ConsumerTreeReader(zk, report=self._bad_node)
         self.storm = StormSpouts(
             storm_spouts, self.reader, admin, writer, committer, root, self._report_once
@@ -250,8 +253,14 @@ class GroupMirrorFlow:
         stopped: set[str] = set()  # only in ZooKeeper, no live old consumer
         refresh: set[str] = set()
         suggested: dict[str, dict[TopicPartition, int]] = {}  # offsets decisions ask for
+        aside: dict[str, str] = {}  # groups whose dialects cannot share them: why
         for g in sorted(set(wanted) | set(zk_groups)):
             legacy = legacy_members(g, registered.get(g, []), owned)
+            legacy, refusal = self._dialects(g, legacy, views.get(g))
+            if refusal:
+                aside[g] = refusal
+                desired.update(stand_aside(g, self.known, owned))
+                continue
             if legacy and self.coexist is not None and g not in dead:
                 mixed.add(g)
                 state, threads = self.coexist.read_state(g, legacy, owned, partitions)
@@ -286,12 +295,16 @@ class GroupMirrorFlow:
         if self.coexist is not None:
             for g in self.coexist.groups() - mixed:
                 self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
-        for g in mirrored_groups - set(wanted) - mixed:
+        for g in mirrored_groups - set(wanted) - mixed - set(aside):
             desired.update(decide_deleted_group(g, self.known, owned, self.on_deleted))
         for g, reason in skipped.items():
             if self.skipped.get(g) != reason:
                 self._report_once(g, f"not mirrored: {reason}", "skipped")
         self.skipped = skipped
+        for g, reason in aside.items():
+            self._report_once(g, reason, "dialect")
+        self.refused = aside
+        wanted = [g for g in wanted if g not in aside]
 
         stopped_views = self._stopped_views(stopped, owned)
         to_kafka = self._offsets_by_mode(
@@ -320,6 +333,18 @@ class GroupMirrorFlow:
         self._after.update(self.storm.tick(self.records))
         self._answer_sync_requests(requests)
         return written
+
+    def _dialects(
+        self, group: str, legacy: list[str], view: GroupView | None
+    ) -> tuple[list[str], str | None]:
+        """The old consumers to proxy (not pykafka's: they balance on their own and commit
+        to Kafka), and why the group is refused (decide.dialects)."""
+        members = self.reader.members(group, legacy) if legacy else {}
+        if not (pyk := pykafka_members(members)):
+            return legacy, None
+        ms = view.members if view is not None and not view.error else ()
+        clients = {m.member_id: m.client_id for m in ms if m.client_id != PROXY_CLIENT_ID}
+        return [c for c in legacy if c not in pyk], pykafka_refusal(group, members, clients)
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as

@@ -25,7 +25,7 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
 from zkpaths import ConsumerRegistration, TopicPartition
-from zkpaths.dialects import Member, decode_member, storm
+from zkpaths.dialects import Member, decode_member, pykafka, storm
 from zkpaths.dialects.kafka_node import owner_problem
 from zkpaths.names import topic_problem
 
@@ -68,6 +68,15 @@ class SpoutNode:
     version: int
     path: str
     problem: str | None = None
+
+
+@dataclass(frozen=True)
+class PykafkaOwnerNode:
+    """A partition claimed by a pykafka consumer: its id, and the leader it named the node by."""
+
+    consumer_id: str
+    leader: int
+    path: str
 
 
 Report = Callable[[NodeProblem], None]
@@ -147,12 +156,54 @@ class ConsumerTreeReader:
         return out
 
     def registrations(self, group: str, ids: Iterable[str]) -> dict[str, ConsumerRegistration]:
-        """The JSON registration of each of ``ids`` (consumer id -> registration)."""
+        """The JSON registration of each of ``ids`` (consumer id -> registration); members of
+        a dialect that writes none (pykafka) are left out, not reported."""
         return {
             cid: m.registration
             for cid, m in self.members(group, ids).items()
             if m.registration is not None
         }
+
+    def pykafka_owners(
+        self, group: str, partitions: Mapping[str, int] | None = None
+    ) -> dict[TopicPartition, PykafkaOwnerNode]:
+        """Partitions pykafka consumers own in ``group`` (``owners/<t>/<leader>-<p>``, the
+        topic dir also spelled ``b'<t>'``). In a plain ``<t>`` dir other names are
+        :meth:`owners`' (which reports unknown ones); in a ``b'<t>'`` dir, only pykafka's,
+        so any other name is reported here as an unknown pykafka owner format."""
+        base = zkpaths.owners_path(group)
+        dirs = {
+            f"{base}/{name}": topic
+            for name in self.children([base])[base]
+            if (topic := pykafka.topic_of_owners_dir(name)) is not None
+        }
+        leaves = self.children(sorted(dirs))
+        wanted: dict[str, tuple[TopicPartition, int]] = {}
+        for d, names in leaves.items():
+            for name in names:
+                path = f"{d}/{name}"
+                if not pykafka.is_bytes_owners_dir(d.rsplit("/", 1)[1]) and not (
+                    pykafka.looks_like_owner_name(name)
+                ):
+                    continue  # a Scala-style dir's other nodes: owners() reads (or reports) them
+                try:
+                    owner = pykafka.decode_owner_name(name, path=path)
+                except zkpaths.ZkLayoutError as exc:
+                    self.report(_problem(path, exc))
+                    continue
+                tp = TopicPartition(dirs[d], owner.partition)
+                if partitions is not None and tp.partition >= partitions.get(tp.topic, 0):
+                    self.report(NodeProblem(path, "a partition that does not exist"))
+                    continue
+                wanted[path] = (tp, owner.leader)
+        out: dict[TopicPartition, PykafkaOwnerNode] = {}
+        for path, (data, _stat) in self.pipelined("get", sorted(wanted)).items():
+            tp, leader = wanted[path]
+            try:
+                out[tp] = PykafkaOwnerNode(pykafka.decode_owner(data, path=path), leader, path)
+            except zkpaths.ZkLayoutError as exc:
+                self.report(_problem(path, exc))
+        return out
 
     # -- owners and offsets -------------------------------------------------------------------
     def owners(
@@ -272,6 +323,8 @@ class ConsumerTreeReader:
             names = listed[base[g]] if topics is None else sorted(set(topics))
             for t in names:
                 path = f"{base[g]}/{t}"
+                if kind == "owners" and pykafka.is_bytes_owners_dir(t):
+                    continue  # pykafka's b'<topic>' dir: pykafka_owners() reads it
                 if topic_problem(t):
                     self.report(NodeProblem(path, str(topic_problem(t))))
                 else:
@@ -281,6 +334,17 @@ class ConsumerTreeReader:
         for g, d in topic_dirs:
             for name in leaves[d]:
                 path = f"{d}/{name}"
+                if kind == "owners" and pykafka.looks_like_owner_name(name):
+                    continue  # pykafka's <leader>-<partition>: pykafka_owners() reads it
+                if kind == "owners" and not name.isdigit():
+                    self.report(
+                        NodeProblem(
+                            path,
+                            f"unknown owner node name {name[:40]!r}: "
+                            "neither <partition> nor pykafka's <leader broker id>-<partition>",
+                        )
+                    )
+                    continue
                 try:
                     parsed = zkpaths.parse_path(path)
                 except zkpaths.ZkLayoutError as exc:

@@ -1,0 +1,84 @@
+"""The real pykafka 2.8.0 ``BalancedConsumer`` on Kafka 4.x, through the legacy gateway.
+
+pykafka asks ApiVersions and picks, per request, the newest version both sides know: with
+the gateway's list that is Metadata v3, Fetch v2, ListOffsets v1, GroupCoordinator v0,
+OffsetCommit v1 and OffsetFetch v2, all served. Negative control: against the same Kafka
+4.x with the brokers' own endpoints in ``/brokers/ids`` (no gateway) it consumes nothing,
+because Kafka 4 no longer serves Fetch v0-v3 (KIP-896).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bridge.devstack.pykafka_client import PykafkaConsumerProcess
+from tests.conftest import wait_for
+from tests.e2e.test_gateway import start_gateway_bridge
+from tests.e2e.test_pykafka import PARTITIONS, PER_PARTITION, describe, topic_with_data
+
+pytestmark = pytest.mark.e2e
+
+#: how long pykafka gets to consume something without the gateway (negative control)
+NOTHING_WINDOW_S = 20
+
+
+@pytest.fixture(scope="module")
+def stack(stack4):
+    """This module on the session's Kafka 4.x stack (conftest's ``stack4``)."""
+    return stack4
+
+
+def test_pykafka_consumes_through_the_gateway_on_kafka4(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    topic = topic_name("pyk4")
+    topic_with_data(stack, admin, topic)
+    start_gateway_bridge(start_bridge, zk, admin)
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
+    group = "pykafka-gw"
+    consumer = PykafkaConsumerProcess(
+        stack.zk_connect + chroot, group, topic, log=tmp_path / "pyk.log"
+    )
+    try:
+        consumer.wait_ready(120)
+        consumer.wait_consumed(PARTITIONS * PER_PARTITION, 120)
+        got = {(m.partition, m.offset) for m in consumer.messages}
+        assert len(got) == PARTITIONS * PER_PARTITION
+        wanted = dict.fromkeys(range(PARTITIONS), PER_PARTITION)
+
+        def zk_offsets() -> dict[int, int]:
+            base = f"/consumers/{group}/offsets/{topic}"
+            if not zk.exists(base):
+                return {}
+            return {int(p): int(zk.get(f"{base}/{p}")[0]) for p in zk.get_children(base)}
+
+        wait_for(lambda: zk_offsets() == wanted, 60, 0.5, "its Kafka offsets mirrored")
+        d = describe(stack, chroot, group)
+        assert [m["dialect"] for m in d["consumers"]] == ["pykafka"]
+        assert d["consumers"][0]["owns"] == ",".join(f"{topic}-{p}" for p in range(PARTITIONS))
+    finally:
+        consumer.stop()
+    admin.delete_topics([topic])
+
+
+def test_without_the_gateway_pykafka_gets_nothing_from_kafka4(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    """The negative control: the same consumer, the brokers' own endpoints advertised."""
+    topic = topic_name("pyk4no")
+    topic_with_data(stack, admin, topic)
+    start_bridge()
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
+    consumer = PykafkaConsumerProcess(
+        stack.zk_connect + chroot, "pykafka-nogw", topic, log=tmp_path / "pyk.log"
+    )
+    try:
+        deadline = time.monotonic() + NOTHING_WINDOW_S
+        while time.monotonic() < deadline and consumer.proc.poll() is None:
+            time.sleep(0.5)
+        assert consumer.messages == []
+    finally:
+        consumer.stop()
+    admin.delete_topics([topic])
