@@ -31,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topic", required=True)
     ap.add_argument("--auto-commit-interval-ms", type=int, default=500)
     ap.add_argument("--broker-version", default="0.10.2")
+    # pykafka gives up (and stops consuming) after this many attempts to claim its
+    # partitions (default 5, backoff i*2 s): consumers started together on a loaded
+    # machine need more while the others release theirs
+    ap.add_argument("--rebalance-max-retries", type=int, default=10)
     args = ap.parse_args(argv)
     # pykafka's own warnings and errors (a refused request, a failed rebalance) on stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -48,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         auto_offset_reset=OffsetType.EARLIEST,
         consumer_timeout_ms=200,
         use_rdkafka=False,
+        rebalance_max_retries=args.rebalance_max_retries,
     )
     stopping = False
 
