@@ -1,7 +1,9 @@
 """storm-kafka 1.2.4's KafkaSpout, hosted by ``harness/StormSpout.java`` in one JVM.
 
 The harness runs the real spout class (open, nextTuple, ack, deactivate, close) with a real
-``TopologyContext``, as a one-task Storm executor would, without starting a Storm cluster.
+``TopologyContext``, as a one-task Storm executor would, without a Storm cluster: storm-core
+1.2.4's ``LocalCluster`` does not start on JDK 17 (its shaded ZooKeeper 3.4.14 client cannot
+connect; docs/compatibility.md).
 :class:`StormSpoutProcess` sends it commands on stdin and parses its stdout (``MSG``,
 ``PARTITION``, ``TOOK`` ...) on a reader thread.
 """

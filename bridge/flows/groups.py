@@ -104,7 +104,14 @@ class GroupMirrorFlow:
         self.refused: dict[str, str] = {}
         self.reader = ConsumerTreeReader(zk, report=self._bad_node)
         self.storm = StormSpouts(
-            storm_spouts, self.reader, admin, writer, committer, root, self._report_once
+            storm_spouts,
+            self.reader,
+            admin,
+            writer,
+            committer,
+            root,
+            self._report_once,
+            interval_s=full_interval_s,
         )
         self.follower = follower
         #: groups whose records arrived since the group APIs were last asked about them
@@ -330,7 +337,11 @@ class GroupMirrorFlow:
             written = self._apply_per_group(desired, owned)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
-        self._after.update(self.storm.tick(self.records))
+        for g, after in self.storm.tick(self.records, set(requests)).items():
+            if after is None:
+                self._after.pop(g, None)  # not answered from this tick
+            else:
+                self._after[g] = after
         self._answer_sync_requests(requests)
         return written
 

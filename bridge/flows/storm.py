@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -46,21 +46,40 @@ class StormSpouts:
         committer: OffsetCommitter | None,
         root: str,
         report: Report,
+        interval_s: float = 1.0,
     ) -> None:
+        """``interval_s``: how often each spout is reconciled (a spout commits every
+        ``stateUpdateIntervalMs``, 2 s by default), sooner when a sync asks for its group."""
         self.spouts = list(spouts)
         self.reader, self.admin, self.writer = reader, admin, writer
         self.committer, self.root, self.report = committer, root, report
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
 
-    def tick(self, records: dict[str, tuple[GroupRecord, int]]) -> dict[str, After]:
-        """Reconcile every spout; per group the offsets as this tick left them."""
-        if not self.spouts:
+    def tick(
+        self, records: dict[str, tuple[GroupRecord, int]], asked: Collection[str] = ()
+    ) -> dict[str, After | None]:
+        """Reconcile the spouts that are due (or ``asked`` about by a forced sync); per
+        group the offsets as this tick left them, None where this tick could not write (the
+        spout committed meanwhile): no sync is answered from it."""
+        now = time.monotonic()
+        due = [
+            s
+            for s in self.spouts
+            if s.group in asked or now - self._last.get(s.group, -1e9) >= self.interval_s
+        ]
+        if not due:
             return {}
-        views = read_groups(self.admin, [s.group for s in self.spouts])
-        return {s.group: self._one(s, views.get(s.group), records) for s in self.spouts}
+        views = read_groups(self.admin, [s.group for s in due])
+        out: dict[str, After | None] = {}
+        for s in due:
+            self._last[s.group] = now
+            out[s.group] = self._one(s, views.get(s.group), records)
+        return out
 
     def _one(
         self, spout: StormSpout, view: GroupView | None, records: dict[str, tuple[GroupRecord, int]]
-    ) -> After:
+    ) -> After | None:
         g = spout.group
         nodes = self.reader.spout_offsets(spout.zk_root, spout.spout_id, spout.topic)
         kafka: dict[TopicPartition, int] | None = None
@@ -96,7 +115,7 @@ class StormSpouts:
                 leaders = {}
             plan = spout_plan(mode, spout_at, decoded, kafka, writers, leaders, bad)
             if not self._write(g, plan.writes):
-                return {}  # the spout committed meanwhile: no sync answer from this tick
+                return None
         if plan.to_kafka and self.committer is not None:
             try:
                 self.committer.commit(g, plan.to_kafka, "by_mode")
