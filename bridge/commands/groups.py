@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 import zkpaths
 from bridge.config import Settings, StormSpout
-from bridge.decide.dialects import pykafka_refusal
+from bridge.decide.dialects import pykafka_refusal, pykafka_step_problem
 from bridge.decide.migration import (
     GateResult,
     GroupSnapshot,
@@ -360,6 +360,10 @@ def evaluate(
     results = gates(snapshot, expected_members=args.expect_members)
     if spout is not None:
         results.append(_spout_gate(zk, spout))
+    if any(m.registration is None for m in later.members.values()):  # pykafka
+        problem = pykafka_step_problem(later.members, later.note, args.to)
+        details = (problem,) if problem else ()
+        results.append(GateResult("consumers use the target store", not problem, details))
     if report is None:
         results[0] = type(results[0])(
             "stores equal", False, (f"no answer from an active bridge within {args.sync_timeout}s",)

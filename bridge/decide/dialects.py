@@ -86,3 +86,24 @@ def stand_aside(
         if path in (ids, owners) or (path.startswith(owners + "/") and path.count("/") == 4):
             desired[path] = Desired(structural=True)
     return desired
+
+
+def pykafka_step_problem(
+    members: Mapping[str, Member], note: str | None, target: str
+) -> str | None:
+    """Why a storage-mode step to ``target`` does not fit a group with pykafka consumers,
+    or None. pykafka reads and commits its offsets in Kafka only, so only ``kafka`` mode
+    describes it; a refused group (``note``) takes no step at all."""
+    pyk = pykafka_members(members)
+    if not pyk:
+        return None
+    if note:
+        return note
+    if target == "kafka":
+        return None
+    return (
+        f"pykafka BalancedConsumers ({_some(pyk)}) read and commit their offsets in Kafka "
+        f"only and never read ZooKeeper's: in mode {target} the bridge would treat "
+        "ZooKeeper offsets no consumer of this group reads or writes as the truth; the "
+        "group stays in mode kafka"
+    )

@@ -30,7 +30,7 @@ PARTITIONS = 4
 PER_PARTITION = 50
 
 
-def cli(stack, chroot, *args: str) -> str:
+def cli(stack, chroot, *args: str, ok: int = 0) -> str:
     out = subprocess.run(
         [sys.executable, "-m", "bridge.cli", *args, "--zookeeper", stack.zk_connect + chroot]
         + ["--bootstrap-server", stack.bootstrap_servers, "--output", "json"],
@@ -39,7 +39,7 @@ def cli(stack, chroot, *args: str) -> str:
         timeout=180,
         cwd=ROOT,
     )
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == ok, out.stdout + out.stderr
     return out.stdout
 
 
@@ -125,6 +125,12 @@ def test_pykafka_group_shown_and_its_kafka_offsets_mirrored(
         assert {tp.partition: o.offset for tp, o in kafka.items()} == wanted, "pykafka's commits"
         # the bridge wrote nothing under the group's ids: only the two pykafka consumers
         assert sorted(zk.get_children(f"/consumers/{group}/ids")) == sorted(owned)
+        # a step towards ZooKeeper storage does not fit consumers that never read it
+        step = ["migrate", group, "--to", "dual", "--dry-run", "--lag-window", "1"]
+        (outcome,) = json.loads(cli(stack, chroot, *step, ok=1))
+        failed = {g["name"]: g["details"] for g in outcome["gates"] if not g["ok"]}
+        assert list(failed) == ["consumers use the target store"], outcome
+        assert "in Kafka only" in failed["consumers use the target store"][0]
 
         # kill -9 one: its session expires, the other rebalances onto every partition
         consumers[0].kill()

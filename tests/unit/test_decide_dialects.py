@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import zkpaths
-from bridge.decide.dialects import pykafka_members, pykafka_refusal, stand_aside
+from bridge.decide.dialects import (
+    pykafka_members,
+    pykafka_refusal,
+    pykafka_step_problem,
+    stand_aside,
+)
 from bridge.decide.plan import Node
 from zkpaths.dialects import PYKAFKA, SCALA, Member
 
@@ -52,3 +57,10 @@ def test_stand_aside_drops_mirrored_members_and_owners_keeps_dirs_and_offsets():
     desired = stand_aside("g", current, owned)
     assert set(desired) == owned - {f"{g}/ids/g_~~mirrored", f"{g}/owners/t/0"}
     assert desired[f"{g}/offsets/t/0"].data == b"7"
+
+
+def test_a_step_away_from_kafka_storage_does_not_fit_pykafka():
+    assert pykafka_step_problem(PYK, None, "kafka") is None
+    assert "read and commit their offsets in Kafka only" in pykafka_step_problem(PYK, None, "dual")
+    assert pykafka_step_problem(PYK, "group g not bridged: ...", "kafka").startswith("group g")
+    assert pykafka_step_problem(SCALA_MEMBER, None, "zookeeper") is None
