@@ -45,11 +45,17 @@ from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
-from bridge.zookeeper.records import create_record, read_records
+from bridge.zookeeper.records import create_records, read_records
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: groups reconciled per tick after a full read with a follower: the first are written
+#: within a tick or two of the read, not after the last group's nodes were read
+PAGE_GROUPS = 200
+#: seconds between two progress lines of a paged reconcile
+PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,11 @@ class GroupMirrorFlow:
         self.follower = follower
         #: groups whose records arrived since the group APIs were last asked about them
         self.dirty: set[str] = set()
+        #: groups the group APIs were asked about in this tick (with a follower)
+        self._reread_now: set[str] = set()
+        #: after a full read with a follower: the groups still to reconcile, page by page
+        self._pages: list[list[str]] | None = None
+        self._paging: tuple[float, int, float] = (0.0, 0, 0.0)  # started, total, logged
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -174,10 +185,16 @@ class GroupMirrorFlow:
         ``dirty`` only once read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
         pic = self._picture
+        self._reread_now = set()
         if pic is None or (self.coexist is not None and self.coexist.pending):
             read = set(self.dirty)
-            pic = self._full_picture()
+            fresh = self._full_picture()
             self.dirty -= read
+            if pic is None:  # every group, page by page (see _next_page)
+                self._pages, self._paging = [], (0.0, 0, 0.0)
+            else:  # a hand-over in progress: every group this tick, as without a follower
+                self._reread_now = set(fresh.kinds)
+            pic = fresh
         else:
             pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
         self._picture = pic
@@ -202,6 +219,7 @@ class GroupMirrorFlow:
             if view.error:
                 continue
             self.dirty.discard(g)
+            self._reread_now.add(g)
             if view.state == "Dead" and not view.offsets:
                 kinds.pop(g, None)
                 views.pop(g, None)
@@ -253,6 +271,12 @@ class GroupMirrorFlow:
             sorted(set(wanted) | mirrored_groups | set(zk_groups))
         )
         now = int(time.time() * 1000)
+        scope = self._scope(pic, wanted, zk_groups, mirrored_groups, registered, owned, requests)
+        if scope is not None:  # with a follower: groups that may have changed, and a page
+            wanted = [g for g in wanted if g in scope]
+            zk_groups = [g for g in zk_groups if g in scope]
+            mirrored_groups &= scope
+            owned = {p for p in owned if _group_of(p) in scope}
 
         desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
         skipped: dict[str, str] = {}
@@ -307,9 +331,13 @@ class GroupMirrorFlow:
         for g, reason in skipped.items():
             if self.skipped.get(g) != reason:
                 self._report_once(g, f"not mirrored: {reason}", "skipped")
+        if scope is not None:
+            skipped = {g: r for g, r in self.skipped.items() if g not in scope} | skipped
         self.skipped = skipped
         for g, reason in aside.items():
             self._report_once(g, reason, "dialect")
+        if scope is not None:
+            aside = {g: r for g, r in self.refused.items() if g not in scope} | aside
         self.refused = aside
         wanted = [g for g in wanted if g not in aside]
 
@@ -325,7 +353,8 @@ class GroupMirrorFlow:
         for c in plan.conflicts:
             self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
         # adopt what was read, so the planner and the known tree agree
-        self.known = {p: n for p, n in current.items() if p in desired or p in owned}
+        every = self.owned()
+        self.known = {p: n for p, n in current.items() if p in desired or p in every}
         written = 0
         try:
             if plan.ops:
@@ -334,7 +363,7 @@ class GroupMirrorFlow:
         except BatchRejected as exc:
             log.warning("group batch rejected (%s); retrying group by group", exc)
             METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
-            written = self._apply_per_group(desired, owned)
+            written = self._apply_per_group(desired, scope)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
         for g, after in self.storm.tick(self.records, set(requests)).items():
@@ -356,6 +385,57 @@ class GroupMirrorFlow:
         ms = view.members if view is not None and not view.error else ()
         clients = {m.member_id: m.client_id for m in ms if m.client_id != PROXY_CLIENT_ID}
         return [c for c in legacy if c not in pyk], pykafka_refusal(group, members, clients)
+
+    def _scope(
+        self,
+        pic: KafkaPicture,
+        wanted: list[str],
+        zk_groups: list[str],
+        mirrored: set[str],
+        registered: dict[str, list[str]],
+        owned: set[str],
+        requests: dict[str, tuple[str, int]],
+    ) -> set[str] | None:
+        """The groups this tick reconciles; None (every group) without a follower.
+
+        With one: the groups the group APIs were just asked about, those whose nodes
+        someone else writes every moment (old consumers registered, a storage mode other
+        than kafka, groups only in ZooKeeper, proxies), deleted groups, groups a forced
+        sync asks about; and after a full read, every group, a page per tick."""
+        if self.follower is None or not self.follower.assigned:
+            return None
+        active = self._reread_now | set(requests) | (mirrored - set(wanted))
+        active |= set(zk_groups) - set(pic.kinds)
+        active |= {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
+        active |= {g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA}
+        if self.coexist is not None:
+            active |= self.coexist.groups()
+        return active | self._next_page(set(wanted) | set(zk_groups) | mirrored)
+
+    def _next_page(self, groups: set[str]) -> set[str]:
+        """After a full read: the next ``PAGE_GROUPS`` groups, with a progress line."""
+        if self._pages is None:
+            return set()
+        now = time.monotonic()
+        if not self._pages and not self._paging[1]:  # a full read just happened
+            ordered = sorted(groups)
+            self._pages = [
+                ordered[i : i + PAGE_GROUPS] for i in range(0, len(ordered), PAGE_GROUPS)
+            ]
+            self._paging = (now, len(ordered), now)
+        started, total, logged = self._paging
+        page = self._pages.pop(0) if self._pages else []
+        left = sum(len(p) for p in self._pages)
+        if not self._pages:
+            if total > PAGE_GROUPS:
+                log.info("reconciled %d groups in %.1f s", total, now - started)
+            self._pages, self._paging = None, (0.0, 0, 0.0)
+        elif now - logged >= PROGRESS_EVERY_S:
+            log.info(
+                "reconciling groups: %d of %d done (%.0f s)", total - left, total, now - started
+            )
+            self._paging = (started, total, now)
+        return set(page)
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
@@ -397,9 +477,8 @@ class GroupMirrorFlow:
         consumer running: the usual start of a migration (stop the old application, move
         its offsets, start the new one). Described in Kafka (Dead: no such group there), so
         the storage mode gets a record and the offsets a Kafka copy like any other group."""
-        with_offsets = [
-            g for g in sorted(stopped) if set((o := self._zk_offsets(g, owned))[0]) - o[1]
-        ]
+        read = self._zk_offsets(sorted(stopped), owned)
+        with_offsets = [g for g in sorted(stopped) if set(read[g][0]) - read[g][1]]
         return read_groups(self.admin, with_offsets) if with_offsets else {}
 
     def _offsets_by_mode(
@@ -421,15 +500,16 @@ class GroupMirrorFlow:
             self._picture_read_at = pic.read_at
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
-        for g in sorted((set(wanted) & set(pic.views)) | mixed | set(stopped)):
+        groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))
+        read = self._zk_offsets(groups, owned)  # every group's nodes in one pipelined read
+        inferred: dict[str, StorageMode] = {}
+        for g in groups:
             view = pic.views.get(g) or stopped.get(g)
-            zk_offsets, owned_offsets = self._zk_offsets(g, owned)
+            zk_offsets, owned_offsets = read[g]
             entry = self.records.get(g)
             if entry is None:
                 mode = infer_mode(g in mixed, bool(set(zk_offsets) - owned_offsets), g in pic.kinds)
-                at_ms = int(time.time() * 1000)
-                record = create_record(self.writer, self.root, g, mode, "bridge (inferred)", at_ms)
-                self.records[g] = (record, 0)
+                inferred[g] = mode
             else:
                 mode = entry[0].mode
             modes[mode] += 1
@@ -470,27 +550,36 @@ class GroupMirrorFlow:
                 )
                 for tp in set(zk_offsets) | set(kafka or {})
             }
+        if inferred:  # recorded in batches, not one round trip per group
+            at_ms = int(time.time() * 1000)
+            made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
+            self.records.update({g: (record, 0) for g, record in made.items()})
         for mode, count in modes.items():
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)
         return to_kafka
 
     def _zk_offsets(
-        self, group: str, owned: set[str]
-    ) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
-        """Every offset node of ``group`` now (read fresh), and which ones are the bridge's."""
-        nodes = self.reader.offsets({group: None})[group]
-        mine = {tp for tp in nodes if zkpaths.offset_path(group, tp.topic, tp.partition) in owned}
-        return {tp: n.offset for tp, n in nodes.items()}, mine
+        self, groups: list[str], owned: set[str]
+    ) -> dict[str, tuple[dict[TopicPartition, int], set[TopicPartition]]]:
+        """Every offset node of each group now (read fresh, all groups pipelined together),
+        and which ones are the bridge's."""
+        read = self.reader.offsets(dict.fromkeys(groups))
+        out = {}
+        for g, nodes in read.items():
+            mine = {tp for tp in nodes if zkpaths.offset_path(g, tp.topic, tp.partition) in owned}
+            out[g] = ({tp: n.offset for tp, n in nodes.items()}, mine)
+        return out
 
-    def _apply_per_group(self, desired: dict[str, Desired], owned: set[str]) -> int:
+    def _apply_per_group(self, desired: dict[str, Desired], scope: set[str] | None) -> int:
         """After a rejected batch: re-read, then write each group on its own, so that one
         group's race with an old consumer does not hold back the others."""
         self.resync()
         fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
         current = {**self.known, **fresh}
-        owned = self.owned()
+        every = self.owned()
+        owned = every if scope is None else {p for p in every if _group_of(p) in scope}
         plan = plan_writes(desired, current, owned, self.writer.session_id)
-        self.known = {p: n for p, n in current.items() if p in desired or p in owned}
+        self.known = {p: n for p, n in current.items() if p in desired or p in every}
         by_group: dict[str, list] = {}
         for op in plan.ops:
             group = op.path.split("/")[2] if op.path.count("/") >= 2 else ""
@@ -517,6 +606,12 @@ class GroupMirrorFlow:
         self._reported.add(key)
         METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
         log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
+
+
+def _group_of(path: str) -> str:
+    """The group of a ``/consumers/<g>/...`` path ("" for ``/consumers`` itself)."""
+    parts = path.split("/", 3)
+    return parts[2] if len(parts) > 2 else ""
 
 
 __all__ = ["GroupMirrorFlow", "group_paths"]

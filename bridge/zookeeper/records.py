@@ -64,6 +64,55 @@ def create_record(
     return record
 
 
+#: records created per transaction: far below ZooKeeper's 1 MB request limit
+RECORDS_PER_BATCH = 200
+
+
+def create_records(
+    writer: FencedWriter, root: str, modes: dict[str, StorageMode], by: str, at_ms: int
+) -> dict[str, GroupRecord]:
+    """:func:`create_record` of many groups, ``RECORDS_PER_BATCH`` to a transaction (a fleet
+    of new groups is not one round trip per group); a batch refused as a whole (a record
+    someone else created meanwhile) is written again group by group. Returns the records
+    written: a group left out has a record already (or could not get one), read later."""
+    made: dict[str, GroupRecord] = {}
+    groups = sorted(modes)
+    if not groups:
+        return made
+    parents = missing_parents(writer.client, [record_path(root, groups[0])])
+    for start in range(0, len(groups), RECORDS_PER_BATCH):
+        chunk = groups[start : start + RECORDS_PER_BATCH]
+        records = {
+            g: GroupRecord(modes[g], [Transition(at_ms, by, "none", modes[g].value, [])])
+            for g in chunk
+        }
+        ops = [Create(record_path(root, g), r.encode()) for g, r in records.items()]
+        try:
+            writer.apply_own([*parents, *ops])
+        except BatchRejected:
+            records = {g: r for g, r in records.items() if _create_one(writer, root, g, r)}
+        else:
+            for g in chunk:
+                log.info("storage mode inferred", extra={"group": g, "mode": modes[g].value})
+        parents = []
+        made.update(records)
+    return made
+
+
+def _create_one(writer: FencedWriter, root: str, group: str, record: GroupRecord) -> bool:
+    """One group's first record; False when it could not be written (one that exists
+    already is not this bridge's to replace: it is read with the others later)."""
+    path = record_path(root, group)
+    try:
+        writer.apply_own([*missing_parents(writer.client, [path]), Create(path, record.encode())])
+    except BatchRejected as exc:
+        if not isinstance(exc.error, NodeExistsError):
+            log.warning("could not record the mode of %s: %s", group, exc.error)
+        return False
+    log.info("storage mode inferred", extra={"group": group, "mode": record.mode.value})
+    return True
+
+
 def write_step(
     writer: OperatorWriter, root: str, group: str, record: GroupRecord, version: int
 ) -> None:

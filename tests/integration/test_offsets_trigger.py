@@ -6,6 +6,7 @@ flow by hand, tick by tick, against real commits of a real kafka-python consumer
 
 * an offset committed while a full reconcile runs (after it read Kafka, before it wrote) is
   written by a later tick, without another reconcile: the follower named the group;
+* after a full read the groups are reconciled a page per tick, the first page first;
 * the negative control - the same commit with the follower's events thrown away - is not
   written however many ticks pass, until the next reconcile writes it (a missed event is
   caught by the reconcile).
@@ -13,16 +14,19 @@ flow by hand, tick by tick, against real commits of a real kafka-python consumer
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTP
+from kafka.errors import NoError
 from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 
 import zkpaths
 from bench import create_topic
+from bridge.flows import groups as groups_flow
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
@@ -111,3 +115,43 @@ def test_missed_event_is_caught_by_the_reconcile(zk, world):
     flow.resync()  # the safety net
     flow.tick()
     assert _zk_offset(zk, group, topic) == 11
+
+
+def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeypatch, caplog):
+    """After a full read the groups are written a page per tick, the first page on the
+    first tick, with a line saying when all were (PAGE_GROUPS made small for the test)."""
+    monkeypatch.setattr(groups_flow, "PAGE_GROUPS", 4)
+    topic = topic_name("t")
+    create_topic(admin, topic, 1)
+    prefix = topic_name("p")
+    names = [f"{prefix}-{i:02d}" for i in range(10)]
+    for g in names:  # answered per partition: a broker may not know the new topic yet
+        wait_for(
+            lambda g=g: all(
+                e is NoError
+                for e in admin.alter_group_offsets(
+                    g, {KafkaTP(topic, 0): OffsetAndMetadata(3, "", -1)}
+                ).values()
+            ),
+            30,
+            0.2,
+            f"the commit of {g}",
+        )
+    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT, follower=follower
+    )
+    try:
+        flow.resync()
+        caplog.set_level(logging.INFO, logger=groups_flow.__name__)
+        written = []
+        for _ in range(3):
+            flow.tick()
+            written.append({g for g in names if _zk_offset(zk, g, topic) == 3})
+        # a page per tick, in order: the negative control is that the first is not all
+        assert [len(w) for w in written] == [4, 8, 10]
+        assert written[0] == set(names[:4])
+        assert any("reconciled 10 groups" in r.getMessage() for r in caplog.records)
+    finally:
+        follower.close()
