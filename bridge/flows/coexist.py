@@ -158,9 +158,12 @@ class Coexistence:
         state = ZkGroupState(frozenset(threads), owners, offsets)
         return state, {t: tuple(sorted(ts)) for t, ts in threads.items()}
 
-    def refusal(self, group: str, view: GroupView | None) -> str | None:
+    def refusal(
+        self, group: str, view: GroupView | None, pending: PendingSync | None = None
+    ) -> str | None:
         """Why the bridge will not mix this group (kafka-node with anyone else), or None;
-        a refused group's leader proxy assigns every partition to the proxies."""
+        a refused group's leader proxy assigns every partition to the proxies. ``pending``:
+        the held SyncGroup to judge with (default: the one held now)."""
         threads = {
             t for (g, t) in self.proxies if g == group
         }  # proxies stand for these old threads
@@ -170,8 +173,9 @@ class Coexistence:
             for m in (view.members if view is not None else ())
             if m.group_instance_id not in threads and m.client_id != PROXY_CLIENT_ID
         }
-        with self._lock:
-            pending = self.pending.get(group)
+        if pending is None:
+            with self._lock:
+                pending = self.pending.get(group)
         for m in pending.members if pending is not None else ():
             if m.group_instance_id is None:  # joined in the rebalance held now (proxies
                 kafka_clients.setdefault(m.member_id, "?")  # are static members)
@@ -200,7 +204,9 @@ class Coexistence:
         kafka_offsets = dict(view.offsets) if view else {}
         with self._lock:
             pending = self.pending.get(group)
-        if group in self.refused:
+        # judged again on the very request about to be answered: one that arrived after the
+        # flow's own check must not slip a Kafka member its range
+        if self.members.get(group) and self.refusal(group, view, pending):
             if pending is not None and pending.decided is None:
                 pending.decided = proxies_only(pending.members, state.old_threads, partitions)
             return None  # reported by the flow; nothing is mirrored into a refused group
