@@ -85,9 +85,7 @@ class StormSpouts:
         kafka: dict[TopicPartition, int] | None = None
         writers: set[TopicPartition] | None = None
         if view is not None and not view.error:
-            kafka = {
-                TopicPartition(t, p): o for (t, p), o in view.offsets.items() if t == spout.topic
-            }
+            kafka = {tp: o for tp, o in view.offsets.items() if tp.topic == spout.topic}
             if view.state in ("Stable", "Empty", "Dead"):
                 writers = {
                     TopicPartition(t, p)

@@ -130,7 +130,7 @@ def test_storm_spout_hands_over_to_kafka_and_back(
     start_bridge(env=env)
     wait_for(
         lambda: zk.exists(f"/brokers/topics/{topic}/partitions/{PARTITIONS - 1}/state"),
-        30,
+        60,
         what="topic mirrored",
     )
     spout = StormSpoutProcess(
@@ -187,6 +187,7 @@ def hand_over_and_back(
     assert Counter(by_spout + by_kafka) == Counter(sent)  # no loss, no duplicate
     ends = {p: PER_PARTITION for p in range(PARTITIONS)}
     assert _kafka_offsets(admin, group, topic) == ends
+    assert ends != at_stop  # the spout's own nodes alone would have it re-read messages
     # kafka mode: the bridge keeps the spout's nodes at the Kafka group's position
     wait_for(
         lambda: {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()} == ends,
