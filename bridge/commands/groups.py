@@ -18,6 +18,7 @@ from tqdm import tqdm
 import zkpaths
 from bridge.config import Settings, StormSpout
 from bridge.decide.dialects import pykafka_refusal, pykafka_step_problem
+from bridge.decide.kafka_node import kafka_node_step_problem
 from bridge.decide.migration import (
     GateResult,
     GroupSnapshot,
@@ -36,7 +37,7 @@ from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
 from bridge.zookeeper.writer import BatchRejected, OperatorWriter
 from zkpaths import TopicPartition
-from zkpaths.dialects import Member, member_threads
+from zkpaths.dialects import KAFKA_NODE, PYKAFKA, Member, member_threads
 
 
 @dataclass
@@ -360,10 +361,16 @@ def evaluate(
     results = gates(snapshot, expected_members=args.expect_members)
     if spout is not None:
         results.append(_spout_gate(zk, spout))
-    if any(m.registration is None for m in later.members.values()):  # pykafka
-        problem = pykafka_step_problem(later.members, later.note, args.to)
-        details = (problem,) if problem else ()
-        results.append(GateResult("consumers use the target store", not problem, details))
+    if any(m.dialect in (PYKAFKA, KAFKA_NODE) for m in later.members.values()):
+        problems = [
+            p
+            for p in (
+                pykafka_step_problem(later.members, later.note, args.to),
+                kafka_node_step_problem(later.members, args.to),
+            )
+            if p
+        ]
+        results.append(GateResult("consumers use the target store", not problems, tuple(problems)))
     if report is None:
         results[0] = type(results[0])(
             "stores equal", False, (f"no answer from an active bridge within {args.sync_timeout}s",)

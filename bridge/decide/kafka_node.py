@@ -79,6 +79,21 @@ def kafka_node_refusal(
     )
 
 
+def kafka_node_step_problem(members: Mapping[str, Member], target: str) -> str | None:
+    """Why a storage-mode step to ``target`` does not fit a group with kafka-node
+    HighLevelConsumers, or None. They commit with OffsetCommit v0 only, which the gateway
+    keeps in ZooKeeper (and a KRaft broker refuses): in mode ``kafka`` Kafka would be the
+    truth while every commit they make lands in ZooKeeper alone."""
+    hlc = kafka_node_members(members)
+    if not hlc or target != "kafka":
+        return None
+    return (
+        f"kafka-node HighLevelConsumers ({_some(hlc)}) commit with OffsetCommit v0, kept in "
+        "ZooKeeper only: in mode kafka their commits would never reach the store the bridge "
+        "treats as the truth; the group stays in mode zookeeper or dual until they are replaced"
+    )
+
+
 def proxies_only(
     members: tuple[KafkaMember, ...], old_threads: frozenset[str], partitions: Mapping[str, int]
 ) -> dict[TopicPartition, str]:
@@ -87,4 +102,9 @@ def proxies_only(
     return range_assignment(tuple(m for m in members if is_proxy(m, old_threads)), partitions)
 
 
-__all__ = ["kafka_node_members", "kafka_node_refusal", "proxies_only"]
+__all__ = [
+    "kafka_node_members",
+    "kafka_node_refusal",
+    "kafka_node_step_problem",
+    "proxies_only",
+]

@@ -81,6 +81,17 @@ def _cli(stack, chroot: str, *args: str) -> object:
     return json.loads(out.stdout)
 
 
+def _migrate(stack, chroot: str, group: str, to: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli", "migrate", group, "--to", to, "--lag-window", "1"]
+        + ["--zookeeper", stack.zk_connect + chroot, "--bootstrap-server", stack.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=180,
+    )
+
+
 def _hlc(stack, chroot, group, topic, tmp_path, name) -> KafkaNodeConsumerProcess:
     c = KafkaNodeConsumerProcess(
         stack.zk_connect + chroot, group, [topic], log=tmp_path / f"{name}.log"
@@ -131,6 +142,15 @@ def test_high_level_consumers_consume_and_commit_through_the_gateway(
         assert {c["topics"] for c in desc["consumers"]} == {topic}
         row = next(r for r in _cli(stack, chroot, "groups") if r["group"] == group)
         assert (row["dialects"], row["old_threads"], row["mode"]) == ("kafka-node", 2, "zookeeper")
+
+        # storage mode: zookeeper -> dual passes its gates; -> kafka is refused, since the
+        # HighLevelConsumers' commits (OffsetCommit v0) only ever reach ZooKeeper
+        to_dual = _migrate(stack, chroot, group, "dual")
+        assert to_dual.returncode == 0, to_dual.stdout + to_dual.stderr
+        to_kafka = _migrate(stack, chroot, group, "kafka")
+        assert to_kafka.returncode == 1, to_kafka.stdout + to_kafka.stderr
+        assert "[FAIL] consumers use the target store" in to_kafka.stdout
+        assert "commit with OffsetCommit v0" in to_kafka.stdout
 
         # kill -9: its owner and ids nodes expire with its session, the other takes over
         a.kill()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import zkpaths
 from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
+from bridge.decide.kafka_node import kafka_node_step_problem as kn_step
 from bridge.kafka.views import KafkaMember
 from zkpaths.dialects import KAFKA_NODE, SCALA, decode_member, member_threads
 from zkpaths.dialects import kafka_node as kn
@@ -206,3 +207,11 @@ def test_kafka_node_alone_is_carried_and_mixed_is_refused_in_one_line() -> None:
         kafka_node_refusal("kng3", {"kng3_h-1-0a1b2c3d": mixed["kng3_h-1-0a1b2c3d"]}, {"m": "c"})
         is None
     )
+
+
+def test_a_group_with_high_level_consumers_does_not_step_to_kafka_mode() -> None:
+    hlc = {REAL_ID: _member(REAL_ID, REAL)}
+    assert kn_step(hlc, "dual") is None and kn_step(hlc, "zookeeper") is None
+    why = kn_step(hlc, "kafka")
+    assert why is not None and REAL_ID in why and "OffsetCommit v0" in why
+    assert kn_step({}, "kafka") is None
