@@ -387,6 +387,11 @@ class Settings(_Section):
     @model_validator(mode="after")
     def _gateway_rules(self) -> Settings:
         """Rules across keys; each message names the keys involved."""
+        if self.storm.spouts and not self.groups.enabled:
+            raise ValueError(
+                "storm.spouts are reconciled by the groups flow: set groups.enabled = true "
+                "or remove the spouts"
+            )
         if self.gateway.enabled and self.gateway.listen is None:
             raise ValueError(
                 "gateway.enabled = true needs gateway.listen = 'HOST:PORT' "

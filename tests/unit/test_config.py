@@ -381,3 +381,5 @@ def test_storm_spouts_from_the_environment_and_their_errors():
             load(None, {"storm": {"spouts": [bad]}})
     with pytest.raises(ConfigError, match="used by two spouts: clicks-spout"):
         load(None, {"storm": {"spouts": [spout, {**spout, "spout_id": "s2"}]}})
+    with pytest.raises(ConfigError, match="storm.spouts are reconciled by the groups flow"):
+        load(None, {"storm": {"spouts": [spout]}, "groups": {"enabled": False}})
