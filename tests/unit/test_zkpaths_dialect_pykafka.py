@@ -9,7 +9,7 @@ and owner-name validity by splitting and int-parsing, not by the codec's regex.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import zkpaths
@@ -69,8 +69,13 @@ def test_unknown_owner_formats_are_named(name):
     assert err.value.path == path and repr(name) in err.value.reason
 
 
-@given(TOPICS, st.text(min_size=1, max_size=20).filter(lambda c: "/" not in c))
-def test_registration_is_the_topic_name(topic, consumer_id):
+HOSTS = st.from_regex(r"[a-z0-9.-]{1,30}", fullmatch=True)
+
+
+@given(TOPICS, HOSTS, st.uuids(version=4))
+def test_registration_is_the_topic_name(topic, host, uuid4):
+    consumer_id = "{hostname}:{uuid}".format(hostname=host, uuid=uuid4)  # noqa: UP032
+    assert pykafka.consumer_id(host, str(uuid4)) == consumer_id
     data = topic.encode()  # pykafka: create(path, self._topic.name)
     member = decode_member(consumer_id, data)
     assert (member.dialect, member.topics, member.registration) == (PYKAFKA, (topic,), None)
@@ -87,5 +92,14 @@ def test_json_registrations_stay_scala(subscription):
 
 @pytest.mark.parametrize("data", [b"", b"not a topic!", b"\xff\xfe", b"a" * 300, b"b'quoted'"])
 def test_bad_registrations_are_codec_errors(data):
+    cid = "host:0f0e0d0c-0b0a-4908-8706-050403020100"
     with pytest.raises(zkpaths.CodecError):
-        decode_member("c", data, path="/consumers/g/ids/c")
+        decode_member(cid, data, path=f"/consumers/g/ids/{cid}")
+
+
+@given(TOPICS, st.text(min_size=1, max_size=40).filter(lambda c: "/" not in c))
+def test_a_bare_name_under_another_id_is_a_bad_json_registration(topic, consumer_id):
+    """Only pykafka's <hostname>:<uuid4> ids are read as pykafka; garbage elsewhere is reported."""
+    assume(not pykafka._CONSUMER_ID.fullmatch(consumer_id))
+    with pytest.raises(zkpaths.CodecError, match="bad consumer registration"):
+        decode_member(consumer_id, topic.encode())

@@ -45,7 +45,7 @@ class Member:
 
 def decode_member(consumer_id: str, data: bytes, *, path: str | None = None) -> Member:
     """The member a registration node describes; only raises ZkLayoutError (CodecError)."""
-    if pykafka.is_registration(data):
+    if pykafka.is_registration(consumer_id, data):
         return Member(consumer_id, PYKAFKA, (pykafka.decode_registration(data, path=path),))
     reg = decode_consumer_registration(data, path=path)
     topics = tuple(sorted(reg.subscription))

@@ -2,8 +2,9 @@
 
 Read from pykafka's own source (``pykafka/balancedconsumer.py`` at tag 2.8.0):
 
-- registration ``/consumers/<g>/ids/<hostname>:<uuid4>`` (ephemeral) holds the **raw topic
-  name** (``_add_self``), not the JSON of the Scala consumer; one consumer, one topic;
+- registration ``/consumers/<g>/ids/<hostname>:<uuid4>`` (ephemeral; the id is always that,
+  ``__init__``) holds the **raw topic name** (``_add_self``), not the JSON of the Scala
+  consumer; one consumer, one topic;
 - owners ``<owners dir>/<leader broker id>-<partition>`` (``_path_from_partition``), data
   the consumer id. The owners dir is ``'/consumers/{group}/owners/{topic}'.format(...)``
   with the topic name as *bytes*: under Python 3 that renders as ``owners/b'<topic>'``
@@ -31,6 +32,9 @@ DIALECT = "pykafka"
 
 _OWNER_NAME = re.compile(r"(0|[1-9][0-9]{0,9})-(0|[1-9][0-9]{0,9})")
 _BYTES_REPR = re.compile(r"b'(.*)'", re.DOTALL)
+_CONSUMER_ID = re.compile(
+    r".+:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,18 @@ def decode_registration(data: bytes, *, path: str | None = None) -> str:
     return text
 
 
-def is_registration(data: bytes | None) -> bool:
-    """Whether registration data is pykafka's (a bare topic name) rather than JSON."""
-    return bool(data) and not data.lstrip().startswith(b"{")  # type: ignore[union-attr]
+def is_registration(consumer_id: str, data: bytes | None) -> bool:
+    """Whether a registration is pykafka's: its id is ``<hostname>:<uuid4>`` (pykafka 2.8.0
+    sets no other) and its data is not JSON. Non-JSON data under any other id stays a bad
+    JSON registration, so garbage is reported, not taken for a pykafka consumer."""
+    if not data or data.lstrip().startswith(b"{"):
+        return False
+    return _CONSUMER_ID.fullmatch(consumer_id) is not None
+
+
+def consumer_id(hostname: str, uuid4: str) -> str:
+    """The consumer id pykafka gives itself: ``<hostname>:<uuid4>``."""
+    return f"{hostname}:{uuid4}"
 
 
 def owners_dir_name(topic: str, *, python3: bool = True) -> str:
