@@ -18,6 +18,7 @@ from tqdm import tqdm
 import zkpaths
 from bridge.config import Settings, StormSpout
 from bridge.decide.dialects import pykafka_refusal, pykafka_step_problem
+from bridge.decide.groups import next_gen_refusal
 from bridge.decide.kafka_node import kafka_node_step_problem
 from bridge.decide.migration import (
     GateResult,
@@ -29,7 +30,7 @@ from bridge.decide.migration import (
     gates,
 )
 from bridge.kafka.cluster import partition_counts
-from bridge.kafka.groups import describe_group, group_offsets, list_group_ids
+from bridge.kafka.groups import describe_group, describe_groups, group_offsets, list_groups
 from bridge.kafka.offsets import log_ends
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.zookeeper import sync
@@ -60,6 +61,8 @@ class GroupState:
     pykafka_owners: dict[TopicPartition, str] = field(default_factory=dict)
     #: why the bridge does not carry this group (decide.dialects), or None
     note: str | None = None
+    #: classic or consumer (KIP-848, ListGroups v5); "-" when Kafka has no such group
+    group_type: str = "-"
 
     @property
     def dialects(self) -> str:
@@ -101,9 +104,12 @@ def read_state(
     group: str,
     mode: str,
     spout: StormSpout | None = None,
+    group_type: str | None = None,
 ) -> GroupState:
     """Both worlds' view of ``group``; for a storm spout's group (``spout``), its
-    ZooKeeper store is the spout's own partition nodes and it has no old threads."""
+    ZooKeeper store is the spout's own partition nodes and it has no old threads.
+    ``group_type``: ListGroups' type of the group, if known (a group of the other type is
+    described again with the other API either way)."""
     reader = ConsumerTreeReader(zk)
     if spout is not None:
         return _spout_state(reader, admin, group, mode, spout)
@@ -136,36 +142,33 @@ def read_state(
     if any(m.registration is None for m in members.values()):
         counts = partition_counts(admin)
         pyk_owners = {tp: o.consumer_id for tp, o in reader.pykafka_owners(group, counts).items()}
-    desc = describe_group(admin, group)
+    view = describe_groups(admin, [group], {group: group_type} if group_type else None)[group]
     proxies: set[str] = set()
     new: dict[str, str] = {}
     kafka_owners: dict[TopicPartition, str] = {}
-    for m in desc.get("members", []):
-        iid = m.get("group_instance_id")
+    for m in view.members:
+        iid = m.group_instance_id
         if iid and iid in old:
             proxies.add(iid)
             spelled = iid
         else:
-            new[m["member_id"]] = m.get("client_id") or ""
-            spelled = zkpaths.mirrored_thread_id(group, m["member_id"], iid)
-        assignment = m.get("member_assignment") or {}
-        for a in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
-            for p in a["partitions"]:
-                kafka_owners[TopicPartition(a["topic"], p)] = spelled
+            new[m.member_id] = m.client_id
+            spelled = zkpaths.mirrored_thread_id(group, m.member_id, iid)
+        # a consumer-type group's current assignment: what each member owns now
+        for topic, parts in (m.assignment or {}).items():
+            for p in parts:
+                kafka_owners[TopicPartition(topic, p)] = spelled
     try:
         kafka_offsets = group_offsets(admin, group)
     except KafkaError:  # a group unknown to Kafka has no offsets there
         kafka_offsets = {}
-    clients = {
-        m["member_id"]: m.get("client_id") or ""
-        for m in desc.get("members", [])
-        if m.get("client_id") != PROXY_CLIENT_ID
-    }
+    clients = {m.member_id: m.client_id for m in view.members if m.client_id != PROXY_CLIENT_ID}
+    described = not view.error and view.state not in ("", "Dead")
     return GroupState(
         group,
         mode,
         old,
-        desc.get("group_state") or "-",
+        (view.state or "-") if not view.error else "-",
         proxies,
         new,
         mirrored,
@@ -175,7 +178,8 @@ def read_state(
         kafka_owners,
         members,
         pyk_owners,
-        pykafka_refusal(group, members, clients),
+        pykafka_refusal(group, members, clients) or next_gen_refusal(view, list(old)),
+        view.group_type if described else "-",
     )
 
 
@@ -246,17 +250,18 @@ def cmd_groups(args: argparse.Namespace) -> int:
     settings, zk, admin = _open(args)
     try:
         records = read_records(zk, settings.bridge.root)
-        names = set(records) | set(list_group_ids(admin))
-        names |= set(ConsumerTreeReader(zk).groups())
+        listed = list_groups(admin)
+        names = set(records) | set(listed) | set(ConsumerTreeReader(zk).groups())
         names |= {s.group for s in settings.storm.spouts}
         rows = []
         for g in sorted(names):
             mode = records[g][0].mode.value if g in records else "(not seen yet)"
             spout = spout_of(settings, g)
-            s = read_state(zk, admin, g, mode, spout)
+            s = read_state(zk, admin, g, mode, spout, listed[g].group_type if g in listed else None)
             rows.append(
                 {
                     "group": g,
+                    "type": s.group_type,
                     "mode": mode,
                     "old_threads": len(s.old_threads),
                     "new_members": len(s.new_members),
@@ -270,7 +275,8 @@ def cmd_groups(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(rows, indent=2))
     else:
-        columns = ["group", "mode", "old_threads", "new_members", "kafka_state", "dialects"]
+        columns = ["group", "type", "mode", "old_threads", "new_members", "kafka_state"]
+        columns.append("dialects")
         _print_table(rows, columns)
     return 0
 
@@ -309,14 +315,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
     consumers = s.member_rows()
     if args.output == "json":
         dialect = {"storm_spout": spout.model_dump()} if spout else {}
-        doc = {"group": args.group, "mode": mode, **dialect, "consumers": consumers}
+        doc = {"group": args.group, "type": s.group_type, "mode": mode, **dialect}
+        doc["consumers"] = consumers
         doc["partitions"] = rows
         print(json.dumps(doc | {"note": s.note}, indent=2))
     else:
         if spout is not None:
             print(f"storm spout {spout.spout_id}: offsets at {spout.zk_root}/{spout.spout_id}")
         print(
-            f"group {args.group}: mode {mode}, Kafka state {s.kafka_state}, "
+            f"group {args.group}: type {s.group_type}, mode {mode}, Kafka state {s.kafka_state}, "
             f"{len(s.old_threads)} old threads, {len(s.new_members)} new members"
         )
         if s.note:

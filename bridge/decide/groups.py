@@ -18,7 +18,7 @@ from enum import StrEnum
 
 import zkpaths
 from bridge.decide.plan import Desired, Node
-from bridge.kafka.views import GroupView
+from bridge.kafka.views import CONSUMER, GroupView
 from zkpaths import TopicPartition
 from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 from zkpaths.names import topic_problem
@@ -28,6 +28,19 @@ SCOPE = (zkpaths.CONSUMERS,)
 #: group states whose member list and assignment mean what they say; during a rebalance
 #: DescribeGroups has members without metadata or assignment, so the mirror waits
 STABLE_STATES = ("Stable", "Empty")
+
+
+def settled(group: GroupView) -> bool:
+    """Whether the group's members and assignments can be mirrored as they are.
+
+    A classic group only when Stable or Empty. A next-generation (``consumer``) group in
+    every state (Assigning, Reconciling too): each member's *current* assignment is what
+    it owns now, and the broker puts a partition in a member's current assignment only
+    after its previous owner revoked it, so no partition is in two of them; partitions
+    being revoked are in none (ConsumerGroupMember.asConsumerGroupDescribeMember)."""
+    if group.group_type == CONSUMER:
+        return group.state not in ("Dead", "Unknown", "")
+    return group.state in STABLE_STATES
 
 
 class OnGroupDeleted(StrEnum):
@@ -50,6 +63,22 @@ class GroupDecision:
     #: the group's committed offsets to mirror, as data: the storage mode decides which of
     #: them become offset nodes (``decide.migration.offset_nodes``)
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def next_gen_refusal(view: GroupView | None, legacy_ids: list[str]) -> str | None:
+    """Why the bridge stands aside from a group, if old consumers are registered in a
+    next-generation (``consumer``-type) group with members: coexistence with such groups is
+    designed (docs/coexistence.md), not built. An empty consumer-type group is not refused:
+    a classic member (a proxy) joining it makes it a classic group again
+    (GroupMetadataManager.classicGroupJoin)."""
+    if not legacy_ids or view is None or view.group_type != CONSUMER or not view.members:
+        return None
+    return (
+        "old ZooKeeper consumers are registered in a next-generation (consumer-type) group "
+        "with live members; coexistence with such groups is not built yet "
+        "(docs/coexistence.md): the bridge joins no proxy for them and writes nothing "
+        "under its ids and owners"
+    )
 
 
 def group_paths(group: str, paths: AbstractSet[str]) -> set[str]:
@@ -121,7 +150,7 @@ def decide_group(
             f"old ZooKeeper consumers are registered ({', '.join(sorted(legacy_ids)[:3])}"
             f"{'...' if len(legacy_ids) > 3 else ''}); the group is left to coexistence"
         )
-    elif group.state not in STABLE_STATES:
+    elif not settled(group):
         decision.waiting = True
     if legacy_ids and not group.error:
         # stand aside without breaking the old consumers: our member and owner nodes would

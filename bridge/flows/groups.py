@@ -31,6 +31,7 @@ from bridge.decide.groups import (
     frozen,
     group_paths,
     legacy_members,
+    next_gen_refusal,
 )
 from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
 from bridge.decide.plan import Desired, Node, plan_writes
@@ -38,7 +39,7 @@ from bridge.flows.coexist import Coexistence
 from bridge.flows.storm import StormSpouts
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import GroupFilter, list_group_ids, read_groups, read_offsets
+from bridge.kafka.groups import GroupFilter, list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -201,12 +202,16 @@ class GroupMirrorFlow:
         return pic
 
     def _full_picture(self) -> KafkaPicture:
-        """Every group listed and described, with its offsets, and the topics."""
-        kinds = list_group_ids(self.admin)
+        """Every group listed and described (each with the API of its type), with its
+        offsets, and the topics."""
+        listed = list_groups(self.admin)
+        kinds = {g: x.protocol_type for g, x in listed.items()}
         wanted = sorted(g for g in kinds if self.filter(g))
         # protocol type "" is a group that only commits offsets (assign() + commit)
         consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
-        views = read_groups(self.admin, consumer_groups)
+        views = read_groups(
+            self.admin, consumer_groups, {g: listed[g].group_type for g in consumer_groups}
+        )
         return KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
 
     def _reread(self, pic: KafkaPicture, groups: list[str]) -> KafkaPicture:
@@ -288,6 +293,7 @@ class GroupMirrorFlow:
         for g in sorted(set(wanted) | set(zk_groups)):
             legacy = legacy_members(g, registered.get(g, []), owned)
             legacy, refusal = self._dialects(g, legacy, views.get(g))
+            refusal = refusal or next_gen_refusal(views.get(g), legacy)
             if refusal:
                 aside[g] = refusal
                 desired.update(stand_aside(g, self.known, owned))

@@ -1,23 +1,26 @@
-"""Reads Kafka's classic consumer groups into ``GroupView``s (the I/O edge of F2/F3).
+"""Reads Kafka's consumer groups into ``GroupView``s (the I/O edge of F2/F3).
 
-Group APIs are the source of truth: ListGroups, DescribeGroups (members, their
-subscriptions and assignments) and OffsetFetch, batched over many groups per coordinator
-where the broker allows it (OffsetFetch v8+).
+Group APIs are the source of truth: ListGroups (v5 says each group's type), DescribeGroups
+for classic groups and ConsumerGroupDescribe for next-generation ones (KIP-848,
+``consumer_groups.py``), and OffsetFetch, batched over many groups per coordinator where
+the broker allows it (OffsetFetch v8+).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from bridge.kafka import coordinators
 from bridge.kafka.calls import KafkaCallTimeout, admin_call, retrying
+from bridge.kafka.consumer_groups import describe_consumer_groups, describe_error, member_view
 from bridge.kafka.coordinators import moved
-from bridge.kafka.views import GroupView, MemberView
+from bridge.kafka.views import CLASSIC, CONSUMER, GroupView, ListedGroup, MemberView
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -56,10 +59,27 @@ class GroupFilter:
         )
 
 
+def list_groups(
+    admin: KafkaAdminClient, types: Sequence[str] | None = None
+) -> dict[str, ListedGroup]:
+    """Every group the cluster knows with its protocol type and group type (ListGroups v5;
+    older brokers know classic groups only); ``types`` asks the brokers for those group
+    types only (v5's TypesFilter)."""
+    call = admin.list_groups
+    groups = admin_call(admin, "ListGroups", call, None, None, list(types) if types else None)
+    return {
+        g["group_id"]: ListedGroup(
+            protocol_type=g.get("protocol_type") or "",
+            group_type=(g.get("group_type") or CLASSIC).lower(),
+            state=g.get("group_state"),
+        )
+        for g in groups
+    }
+
+
 def list_group_ids(admin: KafkaAdminClient) -> dict[str, str]:
     """Every group the cluster knows, with its protocol type."""
-    groups = admin_call(admin, "ListGroups", admin.list_groups)
-    return {g["group_id"]: g.get("protocol_type") or "" for g in groups}
+    return {g: listed.protocol_type for g, listed in list_groups(admin).items()}
 
 
 def read_offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str]:
@@ -131,39 +151,97 @@ def _not_found(error: object) -> bool:
     return error is not None and "GroupIdNotFound" in str(error)
 
 
-def read_groups(admin: KafkaAdminClient, group_ids: Iterable[str]) -> dict[str, GroupView]:
-    """Describe the given groups and fetch their offsets."""
+def _not_classic(error: object) -> bool:
+    """DescribeGroups' answer for a group of another type (Kafka 4: GROUP_ID_NOT_FOUND)."""
+    return _not_found(error) and "not a classic group" in str(error)
+
+
+def read_groups(
+    admin: KafkaAdminClient,
+    group_ids: Iterable[str],
+    types: Mapping[str, str] | None = None,
+) -> dict[str, GroupView]:
+    """Describe the given groups (``describe_groups``) and fetch their offsets."""
     ids = sorted(group_ids)
     if not ids:
         return {}
-    for attempt in retrying(admin, ids):
-        with attempt:
-            described = admin_call(admin, "DescribeGroups", admin.describe_groups, ids)
-    coordinators.forget(
-        admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
-    )
+    described = describe_groups(admin, ids, types)
     offsets = _offsets(admin, ids)
     views: dict[str, GroupView] = {}
-    for g in ids:
-        d = described.get(g)
-        if d is not None and _not_found(d.get("error")):
-            # Kafka 4's coordinator answers GROUP_ID_NOT_FOUND where 3.x said Dead
-            d = {**d, "error": None, "group_state": "Dead", "members": []}
+    for g, view in described.items():
         off = offsets.get(g, {})
-        error = None
-        if d is None or d.get("error"):
-            error = f"describe failed: {d.get('error') if d else 'no answer'}"
-        elif isinstance(off, str):
-            error = f"offset fetch failed: {off}"
-        if error:
-            views[g] = GroupView(g, "Unknown", "", None, error=error)
-            continue
-        views[g] = GroupView(
-            group_id=g,
-            state=d.get("group_state") or "",
-            protocol_type=d.get("protocol_type") or "",
-            protocol=d.get("protocol_data") or None,
-            members=tuple(_member(m) for m in d.get("members", [])),
-            offsets=_committed(off),
-        )
+        if view.error is None and isinstance(off, str):
+            view = GroupView(g, "Unknown", "", None, error=f"offset fetch failed: {off}")
+        elif view.error is None:
+            view = replace(view, offsets=_committed(off))
+        views[g] = view
     return views
+
+
+def describe_groups(
+    admin: KafkaAdminClient,
+    group_ids: Iterable[str],
+    types: Mapping[str, str] | None = None,
+) -> dict[str, GroupView]:
+    """Describe the given groups (no offsets), each with the API of its type (``types``:
+    group -> ListGroups' group type, classic when absent). A group DescribeGroups calls
+    not classic (it changed type since it was listed, or its type was not given) is
+    described again with ConsumerGroupDescribe."""
+    ids = sorted(group_ids)
+    types = types or {}
+    next_gen = {g for g in ids if types.get(g) == CONSUMER}
+    classic = [g for g in ids if g not in next_gen]
+    described: dict[str, dict] = {}
+    if classic:
+        for attempt in retrying(admin, classic):
+            with attempt:
+                described = admin_call(admin, "DescribeGroups", admin.describe_groups, classic)
+        coordinators.forget(
+            admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
+        )
+        next_gen |= {g for g, d in described.items() if _not_classic(d.get("error"))}
+    consumer = describe_consumer_groups(admin, sorted(next_gen)) if next_gen else {}
+    return {
+        g: _consumer_view(g, consumer[g]) if g in consumer else _classic_view(g, described)
+        for g in ids
+    }
+
+
+def _classic_view(g: str, described: Mapping[str, dict]) -> GroupView:
+    d = described.get(g)
+    if d is not None and _not_found(d.get("error")):
+        # Kafka 4's coordinator answers GROUP_ID_NOT_FOUND where 3.x said Dead
+        d = {**d, "error": None, "group_state": "Dead", "members": []}
+    if d is None or d.get("error"):
+        return GroupView(
+            g, "Unknown", "", None, error=f"describe failed: {d.get('error') if d else 'no answer'}"
+        )
+    return GroupView(
+        group_id=g,
+        state=d.get("group_state") or "",
+        protocol_type=d.get("protocol_type") or "",
+        protocol=d.get("protocol_data") or None,
+        members=tuple(_member(m) for m in d.get("members", [])),
+    )
+
+
+def _consumer_view(g: str, d: object) -> GroupView:
+    """A ConsumerGroupDescribe answer as a ``GroupView``; a group the coordinator does not
+    have (gone, or classic again) is Dead for this read, as a classic one is."""
+    error = describe_error(d)
+    if error:
+        return GroupView(
+            g, "Unknown", "", None, error=f"describe failed: {error}", group_type=CONSUMER
+        )
+    if d.error_code:
+        return GroupView(g, "Dead", "consumer", None, group_type=CONSUMER)
+    return GroupView(
+        group_id=g,
+        state=d.group_state or "",
+        protocol_type="consumer",
+        protocol=d.assignor_name or None,
+        members=tuple(member_view(m) for m in d.members),
+        group_type=CONSUMER,
+        group_epoch=d.group_epoch,
+        assignment_epoch=d.assignment_epoch,
+    )

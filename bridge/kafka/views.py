@@ -55,7 +55,8 @@ class ClusterView:
 
 @dataclass(frozen=True)
 class MemberView:
-    """One member of a Kafka group as DescribeGroups shows it (flow F2 mirrors it)."""
+    """One member of a Kafka group as DescribeGroups (classic group) or
+    ConsumerGroupDescribe (``consumer`` group, KIP-848) shows it (flow F2 mirrors it)."""
 
     member_id: str
     client_id: str
@@ -66,21 +67,52 @@ class MemberView:
     assignment: dict[str, tuple[int, ...]] | None
     #: static membership (KIP-345): the member's group.instance.id
     group_instance_id: str | None = None
+    #: ``consumer`` groups only (None in classic groups): what the broker wants the member
+    #: to own once it has revoked what moves away; ``assignment`` is what it owns now
+    target_assignment: dict[str, tuple[int, ...]] | None = None
+    #: ``consumer`` groups only: the epoch the member reconciled to
+    member_epoch: int | None = None
+    #: ``consumer`` groups only: the member's subscription pattern (RE2J), if any
+    topic_regex: str | None = None
+    #: ``consumer`` groups only: "consumer" (ConsumerGroupHeartbeat) or "classic"
+    #: (JoinGroup/SyncGroup, e.g. a bridge proxy), "unknown" before Kafka 4.0's v1 answer
+    member_type: str | None = None
+
+
+#: ListGroups' group types (v5, KIP-848) the bridge reads: a ``consumer`` group's members
+#: use ConsumerGroupHeartbeat (and classic members may join it), the broker assigns
+CLASSIC, CONSUMER = "classic", "consumer"
+
+
+@dataclass(frozen=True)
+class ListedGroup:
+    """One group as ListGroups lists it."""
+
+    protocol_type: str  # "consumer" for consumer groups of either type, "" offsets only
+    group_type: str = CLASSIC  # brokers before 4.0 (ListGroups < v5) have classic only
+    state: str | None = None
 
 
 @dataclass(frozen=True)
 class GroupView:
-    """One classic consumer group: DescribeGroups plus its committed offsets (F2/F3)."""
+    """One consumer group of either type, with its committed offsets (F2/F3): a classic
+    group as DescribeGroups shows it, a ``consumer`` group as ConsumerGroupDescribe does."""
 
     group_id: str
     state: str
     protocol_type: str
+    #: classic: the chosen assignor (protocol); consumer: the server-side assignor
     protocol: str | None
     members: tuple[MemberView, ...] = ()
     #: committed offsets (the next offset to consume) per partition
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
     #: set when the group could not be read; the group is then left as it is in ZooKeeper
     error: str | None = None
+    group_type: str = CLASSIC
+    #: ``consumer`` groups only: bumped on every membership or subscription change
+    group_epoch: int | None = None
+    #: ``consumer`` groups only: the group epoch the target assignment was computed at
+    assignment_epoch: int | None = None
 
 
 @dataclass(frozen=True)

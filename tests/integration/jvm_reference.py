@@ -173,3 +173,27 @@ class KafkaDownConvert(_LineJvm):
         if status != "OK":
             raise RuntimeError(f"Kafka's downConvert failed: {rest}")
         return bytes.fromhex(rest)
+
+
+class KafkaMessages4(_LineJvm):
+    """Kafka 4's generated request/response classes (harness ``KafkaMessages4``, "kafka4"
+    classpath): the bytes Kafka writes for a message's JSON form, and the JSON form of
+    bytes Kafka reads."""
+
+    def __init__(self) -> None:
+        super().__init__("KafkaMessages4", "kafka4")
+
+    def write(self, message: str, version: int, fields: dict) -> bytes:
+        case = {"message": message, "version": version, "fields": fields}
+        answer = json.loads(self.ask(json.dumps(case)))
+        if "error" in answer:
+            raise RuntimeError(f"Kafka cannot write {case}: {answer['error']}")
+        return bytes.fromhex(answer["hex"])
+
+    def read(self, message: str, version: int, data: bytes) -> dict:
+        """Kafka's JSON form of ``data``; RuntimeError when Kafka cannot read it whole."""
+        case = {"message": message, "version": version, "hex": data.hex()}
+        answer = json.loads(self.ask(json.dumps(case)))
+        if "error" in answer:
+            raise RuntimeError(f"Kafka cannot read {message} v{version}: {answer['error']}")
+        return answer["fields"]
