@@ -36,8 +36,10 @@ def settled(group: GroupView) -> bool:
     A classic group only when Stable or Empty. A next-generation (``consumer``) group in
     every state (Assigning, Reconciling too): each member's *current* assignment is what
     it owns now, and the broker puts a partition in a member's current assignment only
-    after its previous owner revoked it, so no partition is in two of them; partitions
-    being revoked are in none (ConsumerGroupMember.asConsumerGroupDescribeMember)."""
+    after its previous owner revoked it, so no partition is in two of them. A partition
+    being revoked stays in its previous owner's current assignment until that member
+    acknowledges (Kafka 4.4.0's ConsumerGroupMember.asConsumerGroupDescribeMember adds
+    partitionsPendingRevocation; pre-4.0 trunk left it in nobody's)."""
     if group.group_type == CONSUMER:
         return group.state not in ("Dead", "Unknown", "")
     return group.state in STABLE_STATES

@@ -3,9 +3,10 @@
 
 DescribeGroups answers GROUP_ID_NOT_FOUND ("is not a classic group") for these groups;
 their coordinator describes them with ConsumerGroupDescribe (API key 69, ``messages.py``):
-each member's *current* assignment (what it owns now; partitions it has still to revoke
-are in no member's current assignment) and its *target* assignment (what the broker wants
-it to own), member, group and assignment epochs and the server-side assignor.
+each member's *current* assignment (what it owns now, including partitions it has still
+to revoke: Kafka 4.4.0's ConsumerGroupMember.asConsumerGroupDescribeMember) and its
+*target* assignment (what the broker wants it to own), member, group and assignment
+epochs and the server-side assignor.
 """
 
 from __future__ import annotations
