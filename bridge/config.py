@@ -227,12 +227,19 @@ class RegistrySettings(_Section):
     #: the /brokers/ids JSON version written: 4 (0.8.x and 0.9.0.1+ read it, as do current
     #: tools), or 2 when 0.9.0.0 clients run (its parser throws on versions other than 1
     #: and 2); v2 has no rack and no listener map (docs/compatibility.md)
-    broker_json_version: Literal[2, 4] = 4
+    broker_json_version: int = 4
 
     @field_validator("legacy_bootstrap_servers")
     @classmethod
     def _legacy_bootstrap(cls, v: str | None) -> str | None:
         return None if v is None else _check_hostports(v, "the legacy PLAINTEXT listener")
+
+    @field_validator("broker_json_version")
+    @classmethod
+    def _broker_json_version(cls, v: int) -> int:
+        if v not in (2, 4):
+            raise ValueError(f"expected 2 (0.9.0.0 clients run) or 4, got {v}")
+        return v
 
 
 class GatewaySettings(_Section):

@@ -196,6 +196,28 @@ class LegacyConsumerProcess(ConsumerProcess):
             argv += ["--topic", t]
         super().__init__(argv + (extra or []), log)
 
+    def wait_consumed(self, n: int, timeout: float = 60) -> None:
+        """As ``ConsumerProcess.wait_consumed``; on a timeout the JVM's threads (``jstack``)
+        are appended to its log first, so a stalled fetcher or stream can be read there."""
+        try:
+            super().wait_consumed(n, timeout)
+        except StackError:
+            self.thread_dump()
+            raise
+
+    def thread_dump(self) -> None:
+        if self.proc.poll() is not None or self._stderr.closed:
+            return
+        jstack = shutil.which("jstack") or str(Path(_java()).with_name("jstack"))
+        try:
+            dump = subprocess.run(
+                [jstack, str(self.proc.pid)], capture_output=True, timeout=30
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        self._stderr.write(b"\n--- jstack after a wait_consumed timeout ---\n" + dump)
+        self._stderr.flush()
+
 
 class NewConsumerProcess(ConsumerProcess):
     """A kafka-python ``KafkaConsumer`` (range assignor) in its own process."""

@@ -24,22 +24,34 @@ COMMIT_MS = 500
 
 class Fleet:
     def __init__(
-        self, stack, chroot: str, zk, admin, group: str, topic: str, partitions: int, logs: Path
+        self,
+        stack,
+        chroot: str,
+        zk,
+        admin,
+        group: str,
+        topic: str,
+        partitions: int,
+        logs: Path,
+        jars: str = "legacy",
     ) -> None:
+        """``jars``: the old consumers' classpath (a release of ``SCALA_CONSUMERS``)."""
         self.stack, self.chroot, self.zk, self.admin = stack, chroot, zk, admin
+        self.jars = jars
         self.group, self.topic, self.partitions, self.logs = group, topic, partitions, logs
         self.consumers: dict[str, ConsumerProcess] = {}
         self.threads: dict[str, int] = {}  # live consumer -> Kafka members it stands for
         self.steps: list[str] = []
 
-    def old(self, name: str, streams: int = 1) -> None:
+    def old(self, name: str, streams: int = 1, extra: tuple[str, ...] = ()) -> None:
         self.consumers[name] = LegacyConsumerProcess(
             self.stack.zk_connect + self.chroot,
             self.group,
             [self.topic],
             streams=streams,
-            extra=[*MIGRATION_SETTINGS, "--auto-commit-interval-ms", str(COMMIT_MS)],
+            extra=[*MIGRATION_SETTINGS, "--auto-commit-interval-ms", str(COMMIT_MS), *extra],
             log=self.logs / f"{name}.log",
+            jars=self.jars,
         )
         self.threads[name] = streams
 

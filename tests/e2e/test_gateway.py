@@ -24,7 +24,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
 from bridge.cli import STOP_GRACE_S
-from bridge.devstack.legacy import LegacyConsumerProcess
+from bridge.devstack.legacy import SCALA_CONSUMERS, LegacyConsumerProcess
 from bridge.devstack.legacy_producer import message, produce_legacy
 from tests.conftest import wait_for
 from tests.e2e.legacy_io import (
@@ -255,6 +255,29 @@ def test_old_consumers_read_every_committed_message_through_the_gateway(
     ends = committed_ends(sent)
     for group in groups:
         assert zk_offsets(zk, group, names) == ends, group
+        assert not kafka_offsets(admin, group), "ZooKeeper storage must not reach Kafka"
+
+
+def test_the_0_9_and_0_11_consumers_read_through_the_gateway(
+    stack, zk, admin, start_bridge, chroot, tmp_path, written
+):
+    """0.9.0.0, 0.9.0.1 and 0.11.0.3 Scala consumers (one JVM each, side by side), offsets in
+    ZooKeeper; broker JSON v2, which 0.9.0.0 needs and the others read too."""
+    names, sent = written
+    releases = ("0.9.0.0", "0.9.0.1", "0.11.0.3")
+    groups = {old_group(r.replace(".", "")): (SCALA_CONSUMERS[r], []) for r in releases}
+    start_gateway_bridge(
+        start_bridge, zk, admin, extra_env={"ZK_BRIDGE__REGISTRY__BROKER_JSON_VERSION": "2"}
+    )
+    assert {r["version"] for r in registered(zk).values()} == {2}
+    wait_topics(zk, names)
+    consumers = consume_all(stack, chroot, names, sent, groups, tmp_path)
+    ends = committed_ends(sent)
+    for release, group in zip(releases, groups, strict=True):
+        # 0.9 fetches message format v0 (no timestamps), 0.11 format v1
+        ts = "CreateTime" if release == "0.11.0.3" else None
+        check_consumed(consumers[group].messages, sent, timestamps=ts)
+        assert zk_offsets(zk, group, names) == ends, release
         assert not kafka_offsets(admin, group), "ZooKeeper storage must not reach Kafka"
 
 

@@ -280,7 +280,7 @@ def test_command_addresses_flag_then_short_env_then_config(tmp_path, monkeypatch
 def test_broker_json_version_is_4_unless_2_is_asked(tmp_path):
     assert Settings().registry.broker_json_version == 4
     msg = _error(tmp_path, "[registry]\nbroker_json_version = 3\n")
-    assert "registry.broker_json_version" in msg
+    assert "registry.broker_json_version" in msg and "expected 2" in msg
 
 
 def test_gateway_is_off_and_the_registry_advertises_the_brokers_by_default():
