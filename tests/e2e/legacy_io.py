@@ -14,6 +14,12 @@ from bridge.devstack.legacy import Consumed
 
 #: a fixed base so a timestamp read back is told from the broker's clock
 TS_BASE = 1_600_000_000_000
+#: config of every topic written with TS_BASE timestamps (2020): without it the brokers' time
+#: retention (7 days by the largest record timestamp, checked every 5 minutes) deletes such a
+#: partition's only segment, rolling it, so its log start jumps to its end between producing
+#: and consuming (seen: an old consumer reset to "smallest" was given the log end, and got
+#: nothing of the partition)
+KEEP_OLD_TIMESTAMPS = {"retention.ms": "-1"}
 
 
 @dataclass(frozen=True)
@@ -35,7 +41,8 @@ def produce_python(
     compression: str | None = None,
     prefix: str = "py",
 ) -> list[Sent]:
-    """``count`` keyed messages round-robin over ``partitions``, timestamps TS_BASE + i."""
+    """``count`` keyed messages round-robin over ``partitions``, timestamps TS_BASE + i (the
+    topic needs ``KEEP_OLD_TIMESTAMPS``)."""
     producer = KafkaProducer(
         bootstrap_servers=bootstrap.split(","), compression_type=compression, linger_ms=20
     )

@@ -28,6 +28,7 @@ from bridge.devstack.legacy import SCALA_CONSUMERS, LegacyConsumerProcess
 from bridge.devstack.legacy_producer import message, produce_legacy
 from tests.conftest import wait_for
 from tests.e2e.legacy_io import (
+    KEEP_OLD_TIMESTAMPS,
     TS_BASE,
     Sent,
     check_consumed,
@@ -144,7 +145,7 @@ def test_the_registry_publishes_the_gateway_and_keeps_the_rest(
     """advertise = gateway changes /brokers/ids' endpoints only: beside a bridge advertising
     the brokers (its own chroot), the same broker ids, racks and features, the same topics."""
     topic = topic_name("reg")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     zk.ensure_path("/plain")
     start_bridge(zookeeper=stack.zk_connect + chroot + "/plain")
     bridges: list = []
@@ -197,7 +198,9 @@ def written(stack):
     tag = uuid.uuid4().hex[:6]
     names = [f"gw-{c}-{tag}" for c in (*COMPRESSIONS, "txn")]
     admin = KafkaAdminClient(bootstrap_servers=stack.bootstrap_servers.split(","))
-    admin.create_topics([NewTopic(t, PARTITIONS, 2) for t in names])
+    admin.create_topics(
+        [NewTopic(t, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS) for t in names]
+    )
     sent: list[Sent] = []
     for compression, t in zip(COMPRESSIONS, names, strict=False):
         codec = None if compression == "none" else compression
@@ -305,7 +308,7 @@ def test_the_old_producer_writes_through_the_gateway(
     stack, zk, admin, start_bridge, topic_name, tmp_path, compression
 ):
     topic = topic_name(compression)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     gateway = start_gateway_bridge(start_bridge, zk, admin)
     bootstrap = ",".join(sorted({f"{h}:{p}" for h, p in gateway.values()}))
     count = 150
@@ -338,7 +341,7 @@ def test_without_the_gateway_the_old_consumer_gets_nothing_from_kafka_4(
     the brokers themselves. Kafka 4 refuses its requests, so not one message arrives; the
     tests above would fail the same way if the gateway did nothing."""
     topic = topic_name("neg")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, PER_TOPIC)
     start_bridge(env=OLD_GROUPS_UNMIRRORED)
     brokers = kafka_brokers(admin)

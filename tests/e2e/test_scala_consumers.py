@@ -28,7 +28,7 @@ from kafka.admin import NewTopic
 from bridge.devstack.legacy import SCALA_CONSUMERS, LegacyConsumerProcess
 from tests.conftest import wait_for
 from tests.e2e.fleet import Fleet
-from tests.e2e.legacy_io import check_consumed, produce_python
+from tests.e2e.legacy_io import KEEP_OLD_TIMESTAMPS, check_consumed, produce_python
 from tests.e2e.test_coexistence import Producer, log_ends, overlaps, ownership_segments
 
 pytestmark = pytest.mark.e2e
@@ -94,7 +94,7 @@ def test_scala_consumer_discovers_consumes_commits_and_shares_a_group(
 ):
     topic = topic_name(release.replace(".", ""))
     group = f"{topic}-g"  # Kafka's groups outlive the chroot: a group id of its own
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, BATCH)
     bridge = start_bridge(env=registry_env(JSON_VERSION[release]))
     wait_registry(zk, topic, JSON_VERSION[release])
@@ -134,7 +134,7 @@ def test_0_9_0_0_fails_on_the_default_broker_json(
     """Negative control of the 0.9.0.0 case above: with the registry's default (v4) the same
     consumer cannot parse /brokers/ids, so its first rebalance fails and nothing is consumed."""
     topic = topic_name("v4")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     produce_python(stack.bootstrap_servers, topic, PARTITIONS, 30)
     start_bridge()
     wait_registry(zk, topic, 4)

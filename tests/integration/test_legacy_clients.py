@@ -14,7 +14,13 @@ from kafka.admin import NewTopic
 from bridge.devstack.legacy import LegacyConsumerProcess
 from bridge.devstack.legacy_producer import message, produce_legacy
 from tests.conftest import wait_for
-from tests.e2e.legacy_io import TS_BASE, check_consumed, produce_python, read_python
+from tests.e2e.legacy_io import (
+    KEEP_OLD_TIMESTAMPS,
+    TS_BASE,
+    check_consumed,
+    produce_python,
+    read_python,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +38,7 @@ def test_old_consumers_report_key_value_and_timestamp(
     stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
 ):
     topic = topic_name("old")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, 150, compression="gzip")
     start_bridge()
     wait_for(
@@ -77,7 +83,7 @@ def test_old_producer_writes_what_kafka_python_reads(
     stack, admin, topic_name, tmp_path, compression
 ):
     topic = topic_name(compression)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     run = produce_legacy(
         stack.bootstrap_servers,
         topic,
@@ -105,7 +111,7 @@ def test_old_consumer_through_the_gateway_on_kafka_3_9(
     """The runbook's first step (docs/gateway.md): on 3.9, before the upgrade, old consumers
     are moved onto the gateway; the 3.9 brokers are then asked only today's versions."""
     topic = topic_name("gw")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
+    admin.create_topics([NewTopic(topic, PARTITIONS, 2, topic_configs=KEEP_OLD_TIMESTAMPS)])
     sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, 90, compression="lz4")
     start_bridge(
         "--gateway-listen",
