@@ -3,7 +3,7 @@
 Kafka 4 refuses the request versions and message formats of 0.8-2.0 clients (KIP-896). With
 ``--gateway-listen`` and ``registry.advertise = "gateway"`` the bridge publishes its gateway
 in ``/brokers/ids``; real old clients from Maven Central, driven by the repo's harnesses,
-then consume and produce on a 4.x cluster: the 0.10.2.2 and 0.8.2.2 Scala consumers
+then consume and produce on a 4.x cluster: the 0.8.2.2 to 0.11.0.3 Scala consumers
 (ZooKeeper mode, the bridge's chroot) and the 0.10.2.2 Java producer. The same consumer
 without the gateway gets nothing (the negative control).
 
@@ -245,30 +245,12 @@ def consume_all(stack, chroot, names, sent, groups: dict, tmp_path, ready_s: flo
 def test_old_consumers_read_every_committed_message_through_the_gateway(
     stack, zk, admin, start_bridge, chroot, tmp_path, written
 ):
-    """0.10.2.2 and 0.8.2.2 Scala consumers, offsets in ZooKeeper."""
+    """Every Scala consumer release (``SCALA_CONSUMERS``: 0.8.2.2, 0.9.0.0, 0.9.0.1, 0.10.2.2,
+    0.11.0.3), one JVM each side by side, offsets in ZooKeeper; broker JSON v2, which 0.9.0.0
+    needs and the others read too (v4 through the gateway: the dual-commit and coexistence
+    tests)."""
     names, sent = written
-    g_zk, g_082 = old_group("zk"), old_group("082")
-    start_gateway_bridge(start_bridge, zk, admin)
-    wait_topics(zk, names)
-    groups = {g_zk: ("legacy", []), g_082: ("legacy082", [])}
-    consumers = consume_all(stack, chroot, names, sent, groups, tmp_path)
-    # 0.10.2.2 fetches message format v1: the producers' timestamps; 0.8.2.2 has none
-    check_consumed(consumers[g_zk].messages, sent, timestamps="CreateTime")
-    check_consumed(consumers[g_082].messages, sent, timestamps=None)
-    ends = committed_ends(sent)
-    for group in groups:
-        assert zk_offsets(zk, group, names) == ends, group
-        assert not kafka_offsets(admin, group), "ZooKeeper storage must not reach Kafka"
-
-
-def test_the_0_9_and_0_11_consumers_read_through_the_gateway(
-    stack, zk, admin, start_bridge, chroot, tmp_path, written
-):
-    """0.9.0.0, 0.9.0.1 and 0.11.0.3 Scala consumers (one JVM each, side by side), offsets in
-    ZooKeeper; broker JSON v2, which 0.9.0.0 needs and the others read too."""
-    names, sent = written
-    releases = ("0.9.0.0", "0.9.0.1", "0.11.0.3")
-    groups = {old_group(r.replace(".", "")): (SCALA_CONSUMERS[r], []) for r in releases}
+    groups = {old_group(r.replace(".", "")): (jars, []) for r, jars in SCALA_CONSUMERS.items()}
     start_gateway_bridge(
         start_bridge, zk, admin, extra_env={"ZK_BRIDGE__REGISTRY__BROKER_JSON_VERSION": "2"}
     )
@@ -276,9 +258,9 @@ def test_the_0_9_and_0_11_consumers_read_through_the_gateway(
     wait_topics(zk, names)
     consumers = consume_all(stack, chroot, names, sent, groups, tmp_path)
     ends = committed_ends(sent)
-    for release, group in zip(releases, groups, strict=True):
-        # 0.9 fetches message format v0 (no timestamps), 0.11 format v1
-        ts = "CreateTime" if release == "0.11.0.3" else None
+    for release, group in zip(SCALA_CONSUMERS, groups, strict=True):
+        # 0.10+ fetch message format v1: the producers' timestamps; 0.8 and 0.9 have none
+        ts = "CreateTime" if release in ("0.10.2.2", "0.11.0.3") else None
         check_consumed(consumers[group].messages, sent, timestamps=ts)
         assert zk_offsets(zk, group, names) == ends, release
         assert not kafka_offsets(admin, group), "ZooKeeper storage must not reach Kafka"

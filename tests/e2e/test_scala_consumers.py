@@ -35,6 +35,8 @@ pytestmark = pytest.mark.e2e
 
 PARTITIONS = 6
 BATCH = 60
+#: messages each member of the mixed group consumes while they share it
+SIDE_BY_SIDE = 20
 #: the timestamp type each release reports (None: it fetches message format v0, no timestamp)
 TIMESTAMPS = {
     "0.8.2.2": None,
@@ -76,7 +78,18 @@ def share_the_group(fleet: Fleet, stack, admin, topic: str) -> dict[int, int]:
     producer = Producer(stack.bootstrap_servers, topic, PARTITIONS)
     try:
         fleet.change("start new", lambda: fleet.new("new"))
-        time.sleep(4)  # both members consume side by side
+        # both members consume side by side (waited for, not slept: at a load of 30 on two
+        # cores a kafka-python member took longer than 4 s to fetch its first message)
+        new, old = fleet.consumers["new"], fleet.consumers["old"]
+        before = len(old.messages)
+        wait_for(
+            lambda: (
+                len(new.messages) >= SIDE_BY_SIDE and len(old.messages) >= before + SIDE_BY_SIDE
+            ),
+            90,
+            0.2,
+            "both members consuming",
+        )
         fleet.change("stop new", lambda: fleet.stop("new"))
         time.sleep(2)
         producer.stop()
