@@ -34,10 +34,12 @@ class Fleet:
         partitions: int,
         logs: Path,
         jars: str = "legacy",
+        settle_s: float = 90,
     ) -> None:
-        """``jars``: the old consumers' classpath (a release of ``SCALA_CONSUMERS``)."""
+        """``jars``: the old consumers' classpath (a release of ``SCALA_CONSUMERS``);
+        ``settle_s``: how long one membership change may take to settle on both sides."""
         self.stack, self.chroot, self.zk, self.admin = stack, chroot, zk, admin
-        self.jars = jars
+        self.jars, self.settle_s = jars, settle_s
         self.group, self.topic, self.partitions, self.logs = group, topic, partitions, logs
         self.consumers: dict[str, ConsumerProcess] = {}
         self.threads: dict[str, int] = {}  # live consumer -> Kafka members it stands for
@@ -111,7 +113,7 @@ class Fleet:
         action()
         t0 = time.monotonic()
         try:
-            wait_for(self.settled, 90, 0.2, f"group settled after '{label}'")
+            wait_for(self.settled, self.settle_s, 0.2, f"group settled after '{label}'")
         except AssertionError:
             raise AssertionError(f"not settled after '{label}': {self.describe()}") from None
         self.steps.append(label)

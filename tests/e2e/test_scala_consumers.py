@@ -111,8 +111,10 @@ def test_scala_consumer_discovers_consumes_commits_and_shares_a_group(
     sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, BATCH)
     bridge = start_bridge(env=registry_env(JSON_VERSION[release]))
     wait_registry(zk, topic, JSON_VERSION[release])
+    # settle_s: at a load of 40 on two cores (Kafka requests timing out) the first join of
+    # the old consumer's proxies took longer than 90 s; a quiet machine needs a few seconds
     fleet = Fleet(
-        stack, chroot, zk, admin, group, topic, PARTITIONS, tmp_path, SCALA_CONSUMERS[release]
+        stack, chroot, zk, admin, group, topic, PARTITIONS, tmp_path, SCALA_CONSUMERS[release], 240
     )
     # its own log (fetchers, rebalances) at INFO in tmp_path: what a failure is read from
     flags = ("--details", "true", "--log-level", os.environ.get("KZB_LEGACY_LOG_LEVEL", "INFO"))
