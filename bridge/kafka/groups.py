@@ -18,7 +18,12 @@ from kafka.errors import KafkaError
 
 from bridge.kafka import coordinators
 from bridge.kafka.calls import KafkaCallTimeout, admin_call, retrying
-from bridge.kafka.consumer_groups import describe_consumer_groups, describe_error, member_view
+from bridge.kafka.consumer_groups import (
+    GROUP_ID_NOT_FOUND,
+    describe_consumer_groups,
+    describe_error,
+    member_view,
+)
 from bridge.kafka.coordinators import moved
 from bridge.kafka.views import CLASSIC, CONSUMER, GroupView, ListedGroup, MemberView
 from zkpaths import TopicPartition
@@ -184,27 +189,38 @@ def describe_groups(
     types: Mapping[str, str] | None = None,
 ) -> dict[str, GroupView]:
     """Describe the given groups (no offsets), each with the API of its type (``types``:
-    group -> ListGroups' group type, classic when absent). A group DescribeGroups calls
-    not classic (it changed type since it was listed, or its type was not given) is
-    described again with ConsumerGroupDescribe."""
+    group -> ListGroups' group type, classic when absent). A group that changed type since
+    it was listed (a consumer group that lost its last next-generation member, a classic
+    one a next-generation member joined), or whose type was not given, is described again
+    with the other API, so it does not read as Dead."""
     ids = sorted(group_ids)
     types = types or {}
-    next_gen = {g for g in ids if types.get(g) == CONSUMER}
-    classic = [g for g in ids if g not in next_gen]
+    typed_consumer = {g for g in ids if types.get(g) == CONSUMER}
+    consumer = describe_consumer_groups(admin, sorted(typed_consumer)) if typed_consumer else {}
+    # listed as consumer groups, but the coordinator has no such consumer group (any more)
+    classic = [g for g in ids if g not in consumer or consumer[g].error_code == GROUP_ID_NOT_FOUND]
+    described = _describe_classic(admin, classic) if classic else {}
+    not_classic = [g for g, d in described.items() if _not_classic(d.get("error"))]
+    again = [g for g in not_classic if g not in typed_consumer]
+    if again:
+        consumer.update(describe_consumer_groups(admin, again))
+    views = {}
+    for g in ids:
+        use_consumer = g in consumer and (g not in classic or g in not_classic)
+        views[g] = _consumer_view(g, consumer[g]) if use_consumer else _classic_view(g, described)
+    return views
+
+
+def _describe_classic(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict]:
+    """DescribeGroups, bounded and retried; coordinators that moved are forgotten."""
     described: dict[str, dict] = {}
-    if classic:
-        for attempt in retrying(admin, classic):
-            with attempt:
-                described = admin_call(admin, "DescribeGroups", admin.describe_groups, classic)
-        coordinators.forget(
-            admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
-        )
-        next_gen |= {g for g, d in described.items() if _not_classic(d.get("error"))}
-    consumer = describe_consumer_groups(admin, sorted(next_gen)) if next_gen else {}
-    return {
-        g: _consumer_view(g, consumer[g]) if g in consumer else _classic_view(g, described)
-        for g in ids
-    }
+    for attempt in retrying(admin, groups):
+        with attempt:
+            described = admin_call(admin, "DescribeGroups", admin.describe_groups, groups)
+    coordinators.forget(
+        admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
+    )
+    return described
 
 
 def _classic_view(g: str, described: Mapping[str, dict]) -> GroupView:

@@ -314,8 +314,8 @@ def test_owners_follow_the_current_assignment_not_the_target(
 ):
     """An owner that takes 4 s to revoke keeps the group Reconciling: the new member's
     target holds the moving partitions, its current assignment does not, and the mirror
-    shows them under the slow owner, which still has them, never under the new member
-    before the broker does (then it does: the control)."""
+    shows them under the slow owner or nobody, never under the new member before the
+    broker does (then it does: the control)."""
     topic = topic_name("t")
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     group = f"{topic}-ng"
@@ -351,8 +351,10 @@ def test_owners_follow_the_current_assignment_not_the_target(
             pending = moving - current if member else set()
             if not pending:
                 break
-            # still the slow owner's, which has not acknowledged (it owns them until then)
-            assert {tp: owners.get(tp) for tp in pending} == dict.fromkeys(pending, slow_id)
+            # the slow owner's until it acknowledged (4.4.0 describes a partition still
+            # being revoked under its owner), then nobody's until the broker gives it on
+            seen = {owners.get(tp) for tp in pending}
+            assert seen <= {slow_id, None}, (pending, owners)
             samples += 1
             time.sleep(0.05)
         assert samples >= 3, "the revocation window was not observed"

@@ -138,3 +138,45 @@ def test_only_classic_groups_wait_out_a_rebalance() -> None:
     ):
         assert settled(GroupView("g", state, "consumer", None, group_type=CLASSIC)) is classic
         assert settled(GroupView("g", state, "consumer", None, group_type=CONSUMER)) is consumer
+
+
+def test_a_group_that_changed_type_since_it_was_listed_is_asked_with_the_other_api(
+    monkeypatch,
+) -> None:
+    """ListGroups said one type, the coordinator now has the other: the group is described
+    again with the other API instead of reading as Dead (a Dead read would take its mirrored
+    members and owners away until the next full read)."""
+    from bridge.kafka import groups
+
+    now_consumer, now_classic, gone = "to-consumer", "to-classic", "gone"
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def consumer_api(admin, ids):
+        asked.append(("ConsumerGroupDescribe", tuple(ids)))
+        return {g: described(error_code=0 if g == now_consumer else 69) for g in ids}
+
+    def classic_api(admin, ids):
+        asked.append(("DescribeGroups", tuple(ids)))
+        answers = {
+            now_consumer: {
+                "error": "GroupIdNotFoundError: Group to-consumer is not a classic group."
+            },
+            now_classic: {"error": None, "group_state": "Stable", "protocol_type": "consumer"},
+            gone: {"error": "GroupIdNotFoundError: Group gone not found."},
+        }
+        return {g: {"members": [], **answers[g]} for g in ids}
+
+    monkeypatch.setattr(groups, "describe_consumer_groups", consumer_api)
+    monkeypatch.setattr(groups, "_describe_classic", classic_api)
+    listed = {now_consumer: CLASSIC, now_classic: CONSUMER, gone: CONSUMER}
+    views = groups.describe_groups(None, listed, listed)
+    assert (views[now_consumer].group_type, views[now_consumer].state) == (CONSUMER, "Reconciling")
+    assert (views[now_classic].group_type, views[now_classic].state) == (CLASSIC, "Stable")
+    assert views[gone].state == "Dead" and views[gone].error is None
+    # without types every group is asked as classic first, then as what it says it is
+    asked.clear()
+    assert groups.describe_groups(None, [now_consumer])[now_consumer].group_type == CONSUMER
+    assert asked == [
+        ("DescribeGroups", (now_consumer,)),
+        ("ConsumerGroupDescribe", (now_consumer,)),
+    ]
