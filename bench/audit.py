@@ -79,7 +79,7 @@ from bridge.audit.records import (
     encode_key,
     encode_value,
 )
-from zkpaths import coordinator_partition
+from zkpaths import TopicPartition, coordinator_partition
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPS = 1000
@@ -140,9 +140,8 @@ def _group_value(rng: np.random.Generator, group: str, topics: list[str], ts: in
     return encode_value(value)
 
 
-def generate(path: Path, records: int, keys: int, seed: int = 6) -> None:
-    """Write a synthetic dump of ``records`` records to directory ``path``."""
-    rng = np.random.default_rng(seed)
+def _keys(keys: int) -> tuple[list[OffsetCommitKey], list[str], np.ndarray]:
+    """``keys`` offset-commit keys over GROUPS groups, the topics, and each key's partition."""
     per_group = max(1, keys // GROUPS)
     topics = [f"topic-{t}" for t in range(max(1, per_group // 10))]
     key_list = []
@@ -152,44 +151,86 @@ def generate(path: Path, records: int, keys: int, seed: int = 6) -> None:
         for i in range(per_group):
             key_list.append(OffsetCommitKey(group, topics[i % len(topics)], i // len(topics)))
             key_part.append(coordinator_partition(group, PARTITIONS))
-    key_bytes = pa.array([encode_key(k) for k in key_list], pa.binary())
-    key_part_arr = np.array(key_part, dtype=np.int32)
+    return key_list, topics, np.array(key_part, dtype=np.int32)
 
+
+def _offsets_in_partitions(part: np.ndarray) -> np.ndarray:
+    """Each record's offset: its position in its partition, in record order."""
+    order = np.argsort(part, kind="stable")
+    offsets = np.empty(len(part), dtype=np.int64)
+    counts = np.bincount(part, minlength=PARTITIONS)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    offsets[order] = np.arange(len(part)) - np.repeat(starts, counts)
+    return offsets
+
+
+def _with_specials(
+    rng: np.random.Generator,
+    key_list: list[OffsetCommitKey],
+    topics: list[str],
+    idx: np.ndarray,
+    commit: np.ndarray,
+    stamps: np.ndarray,
+    keys_col: pa.Array,
+) -> tuple[pa.Array, pa.Array]:
+    """Keys and values, about 2% of them something else than a v3 commit: older and newer
+    value versions, tombstones, group metadata and KIP-848 records."""
+    special = np.flatnonzero(rng.random(len(idx)) < 0.02)
+    values = _v3_values(commit, stamps)
+    if not len(special):
+        return keys_col, values
+    keys_py = keys_col.to_pylist()
+    vals_py = values.to_pylist()
+    for j in special:
+        r = rng.random()
+        k = key_list[idx[j]]
+        if r < 0.55:
+            vals_py[j] = _variety(rng, k, int(commit[j]), int(stamps[j]))
+        elif r < 0.75:
+            vals_py[j] = None  # tombstone: offset expired or deleted
+        elif r < 0.95:
+            keys_py[j] = encode_key(GroupMetadataKey(k.group))
+            vals_py[j] = _group_value(rng, k.group, topics[:2], int(stamps[j]))
+        else:
+            version = int(rng.integers(3, 9))  # KIP-848 records
+            keys_py[j] = version.to_bytes(2, "big") + encode_key(GroupMetadataKey(k.group))[2:]
+            vals_py[j] = b"\x00\x00" + b"\x01" * 20
+    return pa.array(keys_py, pa.binary()), pa.array(vals_py, pa.binary())
+
+
+def _write_dump(path: Path, table: pa.Table, ends: dict[TopicPartition, int], seed: int) -> None:
+    """The records, log ends and manifest as ``zk-bridge audit dump`` writes them."""
+    path.mkdir(parents=True, exist_ok=True)
+    # row groups as `zk-bridge audit dump` writes them (100k records): Spark splits by them
+    pq.write_table(table, path / RECORDS_PARQUET, row_group_size=100_000)
+    write_log_end_offsets(path, ends)
+    manifest = {
+        "format": DUMP_FORMAT,
+        "version": DUMP_VERSION,
+        "records_file": RECORDS_PARQUET,
+        "source": f"synthetic (bench.audit, seed {seed})",
+        "created_ms": int(time.time() * 1000),
+        "records": table.num_rows,
+        "tombstones": int(table.column("value").null_count),
+        "log_end_offsets": len(ends),
+    }
+    (path / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def generate(path: Path, records: int, keys: int, seed: int = 6) -> None:
+    """Write a synthetic dump of ``records`` records to directory ``path``."""
+    rng = np.random.default_rng(seed)
+    key_list, topics, key_part_arr = _keys(keys)
+    key_bytes = pa.array([encode_key(k) for k in key_list], pa.binary())
     n = records
     idx = rng.integers(0, len(key_list), n)
     stamps = T0 + np.sort(rng.integers(0, 6 * 3_600_000, n))
     # per-record position in its partition = offset; commit offsets grow with time per key
     part = key_part_arr[idx]
-    order = np.argsort(part, kind="stable")
-    offsets = np.empty(n, dtype=np.int64)
-    counts = np.bincount(part, minlength=PARTITIONS)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    offsets[order] = np.arange(n) - np.repeat(starts, counts)
+    offsets = _offsets_in_partitions(part)
     commit = (stamps - T0) // 1000
     keys_col = key_bytes.take(pa.array(idx))
-
-    # about 2% of records are something else than a v3 commit
-    special = np.flatnonzero(rng.random(n) < 0.02)
-    values = _v3_values(commit, stamps)
-    if len(special):
-        keys_py = keys_col.to_pylist()
-        vals_py = values.to_pylist()
-        for j in special:
-            r = rng.random()
-            k = key_list[idx[j]]
-            if r < 0.55:
-                vals_py[j] = _variety(rng, k, int(commit[j]), int(stamps[j]))
-            elif r < 0.75:
-                vals_py[j] = None  # tombstone: offset expired or deleted
-            elif r < 0.95:
-                keys_py[j] = encode_key(GroupMetadataKey(k.group))
-                vals_py[j] = _group_value(rng, k.group, topics[:2], int(stamps[j]))
-            else:
-                version = int(rng.integers(3, 9))  # KIP-848 records
-                keys_py[j] = version.to_bytes(2, "big") + encode_key(GroupMetadataKey(k.group))[2:]
-                vals_py[j] = b"\x00\x00" + b"\x01" * 20
-        keys_col, values = pa.array(keys_py, pa.binary()), pa.array(vals_py, pa.binary())
-
+    keys_col, values = _with_specials(rng, key_list, topics, idx, commit, stamps, keys_col)
     table = pa.table(
         {
             "partition": pa.array(part, pa.int32()),
@@ -200,22 +241,10 @@ def generate(path: Path, records: int, keys: int, seed: int = 6) -> None:
         },
         schema=RECORD_SCHEMA,
     )
-    path.mkdir(parents=True, exist_ok=True)
-    # row groups as `zk-bridge audit dump` writes them (100k records): Spark splits by them
-    pq.write_table(table, path / RECORDS_PARQUET, row_group_size=100_000)
-    ends = {(t, p): int(commit.max()) + 1000 for t in topics for p in range(per_group)}
-    write_log_end_offsets(path, ends)
-    manifest = {
-        "format": DUMP_FORMAT,
-        "version": DUMP_VERSION,
-        "records_file": RECORDS_PARQUET,
-        "source": f"synthetic (bench.audit, seed {seed})",
-        "created_ms": int(time.time() * 1000),
-        "records": n,
-        "tombstones": int(table.column("value").null_count),
-        "log_end_offsets": len(ends),
-    }
-    (path / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    per_group = max(1, keys // GROUPS)
+    end = int(commit.max()) + 1000
+    ends = {TopicPartition(t, p): end for t in topics for p in range(per_group)}
+    _write_dump(path, table, ends, seed)
 
 
 # -- the two sides ------------------------------------------------------------------------------
