@@ -280,6 +280,88 @@ def urgent_first(groups: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(groups, key=lambda g: (ORDER.get(g["verdict"], 9), g["group"]))
 
 
+def _group_row(g: dict[str, Any]) -> str:
+    """One group's row of the groups table: verdict, reasons, counts, lag, last commits."""
+    reasons = "".join(f"<li>{_e(r)}</li>" for r in g.get("reasons") or [])
+    notes = "".join(f"<li class='muted'>{_e(n)}</li>" for n in g.get("notes") or [])
+    return (
+        f"<tr id='{_anchor(g['group'])}'><td><b>{_e(g['group'])}</b></td>"
+        f"<td>{_badge(g['verdict'])}</td><td><ul>{reasons}{notes}</ul></td>"
+        f"<td class='n'>{_num(g.get('partitions'))}</td>"
+        f"<td class='n'>{_num(g.get('zk_partitions'))} / {_num(g.get('kafka_partitions'))}</td>"
+        f"<td class='n'>{_num(g.get('equal_partitions'))}</td>"
+        f"<td class='n'>{_num(g.get('lag'))}</td>"
+        f"<td>{_ts(g.get('zk_last_commit_ms'))}<br>{_ts(g.get('kafka_last_commit_ms'))}</td>"
+        "</tr>"
+    )
+
+
+def _details(shown: Sequence[dict[str, Any]], partitions: Sequence[dict[str, Any]]) -> str:
+    """Each shown group's partitions, folded."""
+    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in partitions:
+        by_group[p["group"]].append(p)
+    details = []
+    for g in shown:
+        parts = sorted(by_group.get(g["group"], []), key=lambda p: (p["topic"], p["partition"]))
+        details.append(
+            f"<details><summary>{_e(g['group'])} - {len(parts)} partition(s)</summary>"
+            f"{_partition_table(parts)}</details>"
+        )
+    return "".join(details)
+
+
+def _header(summary: dict[str, Any], title: str) -> list[str]:
+    """Title, where the data came from, the verdict counts and what was read."""
+    verdicts = summary.get("verdicts", {})
+    cards = "".join(
+        f"<span>{_badge(v)} {verdicts.get(v, 0)}</span>"
+        for v in (READY_TO_FINALIZE, READY_TO_MIGRATE, READY_TO_ROLL_BACK, BLOCKED)
+    )
+    unknown = summary.get("unknown_version_records", 0)
+    return [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{title}</title><style>{CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f"<p class='muted'>generated {_ts(summary.get('generated_ms'))} UTC from "
+        f"{_e(summary.get('source'))} and the ZooKeeper snapshot "
+        f"{_e(summary.get('snapshot'))}"
+        + (
+            f", groups matching <code>{_e(summary['group_filter'])}</code>"
+            if summary.get("group_filter")
+            else ""
+        )
+        + "</p>",
+        f"<p class='cards'>{cards}</p>",
+        f"<p>{_num(summary.get('records'))} records of __consumer_offsets read, "
+        f"{_num(summary.get('groups'))} groups, {_num(summary.get('partitions'))} partitions; "
+        f"<b>{_num(unknown)}</b> records of versions this decoder does not read.</p>",
+    ]
+
+
+def _plots(
+    summary: dict[str, Any],
+    shown: Sequence[dict[str, Any]],
+    versions: Sequence[dict[str, Any]],
+    activity: Sequence[dict[str, Any]],
+) -> list[str]:
+    """Record versions, lag, divergence and commit activity."""
+    bucket = summary.get("activity_bucket_ms") or 0
+    return [
+        "<h2>Record versions</h2>",
+        _versions_table(versions),
+        "<h2>Lag per group</h2><p class='muted'>messages between each store's committed "
+        "offset and the log end, summed over the group's partitions</p>",
+        lag_plot(shown),
+        "<h2>Divergence per group</h2><p class='muted'>sum of (Kafka offset - ZooKeeper "
+        "offset) over partitions both stores hold</p>",
+        divergence_plot(shown),
+        f"<h2>Commit activity over time</h2><p class='muted'>Kafka commits per group, "
+        f"{bucket / 1000:.0f}-second buckets</p>",
+        activity_plot([g["group"] for g in shown], activity, bucket),
+    ]
+
+
 def render(
     summary: dict[str, Any],
     groups: Sequence[dict[str, Any]],
@@ -292,80 +374,19 @@ def render(
     ordered = urgent_first(groups)
     shown = ordered[:limit]
     left_out = len(ordered) - len(shown)
-    by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in partitions:
-        by_group[p["group"]].append(p)
-
-    verdicts = summary.get("verdicts", {})
-    cards = "".join(
-        f"<span>{_badge(v)} {verdicts.get(v, 0)}</span>"
-        for v in (READY_TO_FINALIZE, READY_TO_MIGRATE, READY_TO_ROLL_BACK, BLOCKED)
-    )
-    unknown = summary.get("unknown_version_records", 0)
     more = f"<p class='muted'>{left_out} more groups are in groups.parquet only.</p>"
-    note = more if left_out else ""
-
-    table_rows = []
-    for g in shown:
-        reasons = "".join(f"<li>{_e(r)}</li>" for r in g.get("reasons") or [])
-        notes = "".join(f"<li class='muted'>{_e(n)}</li>" for n in g.get("notes") or [])
-        table_rows.append(
-            f"<tr id='{_anchor(g['group'])}'><td><b>{_e(g['group'])}</b></td>"
-            f"<td>{_badge(g['verdict'])}</td><td><ul>{reasons}{notes}</ul></td>"
-            f"<td class='n'>{_num(g.get('partitions'))}</td>"
-            f"<td class='n'>{_num(g.get('zk_partitions'))} / {_num(g.get('kafka_partitions'))}</td>"
-            f"<td class='n'>{_num(g.get('equal_partitions'))}</td>"
-            f"<td class='n'>{_num(g.get('lag'))}</td>"
-            f"<td>{_ts(g.get('zk_last_commit_ms'))}<br>{_ts(g.get('kafka_last_commit_ms'))}</td>"
-            "</tr>"
-        )
-    details = []
-    for g in shown:
-        parts = sorted(by_group.get(g["group"], []), key=lambda p: (p["topic"], p["partition"]))
-        details.append(
-            f"<details><summary>{_e(g['group'])} - {len(parts)} partition(s)</summary>"
-            f"{_partition_table(parts)}</details>"
-        )
-    bucket = summary.get("activity_bucket_ms") or 0
-    act_groups = [g["group"] for g in shown]
-    title = "kafka-zk-bridge migration audit"
     return "".join(
         [
-            "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-            f"<title>{title}</title><style>{CSS}</style></head><body>",
-            f"<h1>{title}</h1>",
-            f"<p class='muted'>generated {_ts(summary.get('generated_ms'))} UTC from "
-            f"{_e(summary.get('source'))} and the ZooKeeper snapshot "
-            f"{_e(summary.get('snapshot'))}"
-            + (
-                f", groups matching <code>{_e(summary['group_filter'])}</code>"
-                if summary.get("group_filter")
-                else ""
-            )
-            + "</p>",
-            f"<p class='cards'>{cards}</p>",
-            f"<p>{_num(summary.get('records'))} records of __consumer_offsets read, "
-            f"{_num(summary.get('groups'))} groups, {_num(summary.get('partitions'))} partitions; "
-            f"<b>{_num(unknown)}</b> records of versions this decoder does not read.</p>",
-            "<h2>Record versions</h2>",
-            _versions_table(versions),
-            "<h2>Lag per group</h2><p class='muted'>messages between each store's committed "
-            "offset and the log end, summed over the group's partitions</p>",
-            lag_plot(shown),
-            "<h2>Divergence per group</h2><p class='muted'>sum of (Kafka offset - ZooKeeper "
-            "offset) over partitions both stores hold</p>",
-            divergence_plot(shown),
-            f"<h2>Commit activity over time</h2><p class='muted'>Kafka commits per group, "
-            f"{bucket / 1000:.0f}-second buckets</p>",
-            activity_plot(act_groups, activity, bucket),
+            *_header(summary, "kafka-zk-bridge migration audit"),
+            *_plots(summary, shown, versions, activity),
             "<h2>Groups</h2>",
-            note,
+            more if left_out else "",
             "<table><tr><th>group</th><th>verdict</th><th>reasons and notes</th>"
             "<th>partitions</th><th>ZK / Kafka</th><th>equal</th><th>lag</th>"
             "<th>last commit ZK / Kafka</th></tr>",
-            "".join(table_rows),
+            "".join(_group_row(g) for g in shown),
             "</table><h2>Partitions</h2>",
-            "".join(details),
+            _details(shown, partitions),
             "</body></html>",
         ]
     )
