@@ -188,34 +188,30 @@ def _classify(path: str) -> NodeRow:
     return row
 
 
-def take(
-    client: KazooClient,
-    *,
-    ids: set[tuple[str, str]] | None = None,
-    window: int = 512,
-    progress: Callable[[str], None] = log.info,
-) -> tuple[list[NodeRow], dict[str, Any]]:
-    """Read the legacy tree under ``client``'s chroot into rows; returns (rows, manifest)."""
-    ids = ids or identities(None, None)
-    started = int(time.time() * 1000)
-    rows: list[NodeRow] = []
+class _Walk:
+    """One snapshot's reads: the rows so far and the two pipelined readers (nodes and ACLs).
 
-    def unreadable(problem: NodeProblem) -> None:
-        """A node this identity may not list or read is still a row, with the reason."""
+    A node this identity may not list or read is still a row, with the reason."""
+
+    def __init__(self, client: KazooClient, ids: set[tuple[str, str]], window: int) -> None:
+        self.ids = ids
+        self.rows: list[NodeRow] = []
+        self.reader = ConsumerTreeReader(client, report=self._unreadable, window=window)
+        self.acl_reader = ConsumerTreeReader(client, report=lambda _problem: None, window=window)
+
+    def _unreadable(self, problem: NodeProblem) -> None:
         row = _classify(problem.path)
         row.error = str(problem)
-        rows.append(row)
+        self.rows.append(row)
 
-    reader = ConsumerTreeReader(client, report=unreadable, window=window)
-    acl_reader = ConsumerTreeReader(client, report=lambda _problem: None, window=window)
-
-    def children(paths: list[str]) -> dict[str, list[str]]:
+    def children(self, paths: list[str]) -> dict[str, list[str]]:
         """Children of the paths that exist (an absent one is left out)."""
-        return {p: sorted(c) for p, c in reader.pipelined("get_children", paths).items()}
+        return {p: sorted(c) for p, c in self.reader.pipelined("get_children", paths).items()}
 
-    def read(paths: list[str], acl: bool = False) -> None:
-        data = reader.pipelined("get", paths)
-        acls = acl_reader.pipelined("get_acls", paths) if acl else {}
+    def read(self, paths: list[str], acl: bool = False) -> None:
+        """A row per node, decoded; with ``acl``, whether this identity may write it."""
+        data = self.reader.pipelined("get", paths)
+        acls = self.acl_reader.pipelined("get_acls", paths) if acl else {}
         for path in paths:
             if path not in data:
                 continue  # deleted since it was listed, or unreadable (a row already)
@@ -224,67 +220,100 @@ def take(
             if row.error is None:
                 _decode_into(row, value)
             if path in acls:
-                row.writable = acl_grants(acls[path][0], Permissions.WRITE, ids)
-            rows.append(row)
+                row.writable = acl_grants(acls[path][0], Permissions.WRITE, self.ids)
+            self.rows.append(row)
 
-    groups = children(["/consumers"]).get("/consumers", [])
-    progress(f"snapshot: {len(groups)} groups under /consumers")
-    group_paths = [f"/consumers/{g}" for g in groups]
-    read(group_paths)
-    group_rows = {r.path: r for r in rows if r.kind == "group"}
-    subdirs = [f"{g}/{d}" for g in group_paths for d in ("ids", "owners", "offsets")]
-    listed = children(subdirs)
-    leaves = [f"{d}/{k}" for d, kids in listed.items() if d.endswith("/ids") for k in kids]
-    topic_dirs = [f"{d}/{k}" for d, kids in listed.items() if not d.endswith("/ids") for k in kids]
-    topic_listing = children(topic_dirs)
-    offset_dirs = [t for t in topic_dirs if "/offsets/" in t]
-    offset_leaves = [f"{t}/{p}" for t in offset_dirs for p in topic_listing.get(t, [])]
-    owner_leaves = [
-        f"{t}/{p}" for t in topic_dirs if "/owners/" in t for p in topic_listing.get(t, [])
-    ]
-    progress(
-        f"snapshot: reading {len(leaves)} registrations, {len(owner_leaves)} owners, "
-        f"{len(offset_leaves)} offsets"
-    )
-    read(leaves + owner_leaves)
-    read(offset_leaves, acl=True)
+    def consumers(self, progress: Callable[[str], None]) -> int:
+        """Every group under /consumers with its ids, owners and offsets; the group count."""
+        groups = self.children(["/consumers"]).get("/consumers", [])
+        progress(f"snapshot: {len(groups)} groups under /consumers")
+        group_paths = [f"/consumers/{g}" for g in groups]
+        self.read(group_paths)
+        group_rows = {r.path: r for r in self.rows if r.kind == "group"}
+        subdirs = [f"{g}/{d}" for g in group_paths for d in ("ids", "owners", "offsets")]
+        listed = self.children(subdirs)
+        leaves = [f"{d}/{k}" for d, kids in listed.items() if d.endswith("/ids") for k in kids]
+        topic_dirs = [
+            f"{d}/{k}" for d, kids in listed.items() if not d.endswith("/ids") for k in kids
+        ]
+        topic_listing = self.children(topic_dirs)
+        offset_dirs = [t for t in topic_dirs if "/offsets/" in t]
+        offset_leaves = [f"{t}/{p}" for t in offset_dirs for p in topic_listing.get(t, [])]
+        owner_leaves = [
+            f"{t}/{p}" for t in topic_dirs if "/owners/" in t for p in topic_listing.get(t, [])
+        ]
+        progress(
+            f"snapshot: reading {len(leaves)} registrations, {len(owner_leaves)} owners, "
+            f"{len(offset_leaves)} offsets"
+        )
+        self.read(leaves + owner_leaves)
+        self.read(offset_leaves, acl=True)
+        self.offsets_writable(group_rows, set(listed), offset_dirs, offset_leaves)
+        return len(groups)
 
-    # may we write the group's offsets? creating what is missing needs CREATE on the parent
-    # (the group node when there is no offsets directory yet), updating needs WRITE
-    needs: dict[str, list[tuple[str, int]]] = {}
-    for gpath in group_rows:
-        top = f"{gpath}/offsets" if f"{gpath}/offsets" in listed else gpath
-        needs[gpath] = [(top, Permissions.CREATE)]
-        needs[gpath] += [(t, Permissions.CREATE) for t in offset_dirs if t.startswith(gpath + "/")]
-    dirs = [path for need in needs.values() for path, _ in need]
-    dir_acls = acl_reader.pipelined("get_acls", dirs)
-    offset_rows = {r.path: r for r in rows if r.kind == "offset"}
-    for gpath, grow in group_rows.items():
-        grow.writable, grow.note = True, None
-        for path, perm in needs[gpath]:
-            got = dir_acls.get(path)
-            if got is None or not acl_grants(got[0], perm, ids):
-                grow.writable, grow.note = False, f"{path} does not grant CREATE"
-                break
-        else:
-            for path in offset_leaves:
-                leaf = offset_rows.get(path)
-                if path.startswith(gpath + "/") and leaf is not None and not leaf.writable:
-                    grow.writable, grow.note = False, f"{path} does not grant WRITE"
+    def offsets_writable(
+        self,
+        group_rows: dict[str, NodeRow],
+        listed: set[str],
+        offset_dirs: list[str],
+        offset_leaves: list[str],
+    ) -> None:
+        """May we write each group's offsets? Creating what is missing needs CREATE on the
+        parent (the group node when there is no offsets directory yet), updating needs WRITE."""
+        needs: dict[str, list[tuple[str, int]]] = {}
+        for gpath in group_rows:
+            top = f"{gpath}/offsets" if f"{gpath}/offsets" in listed else gpath
+            needs[gpath] = [(top, Permissions.CREATE)]
+            needs[gpath] += [
+                (t, Permissions.CREATE) for t in offset_dirs if t.startswith(gpath + "/")
+            ]
+        dirs = [path for need in needs.values() for path, _ in need]
+        dir_acls = self.acl_reader.pipelined("get_acls", dirs)
+        offset_rows = {r.path: r for r in self.rows if r.kind == "offset"}
+        for gpath, grow in group_rows.items():
+            grow.writable, grow.note = True, None
+            for path, perm in needs[gpath]:
+                got = dir_acls.get(path)
+                if got is None or not acl_grants(got[0], perm, self.ids):
+                    grow.writable, grow.note = False, f"{path} does not grant CREATE"
                     break
+            else:
+                for path in offset_leaves:
+                    leaf = offset_rows.get(path)
+                    if path.startswith(gpath + "/") and leaf is not None and not leaf.writable:
+                        grow.writable, grow.note = False, f"{path} does not grant WRITE"
+                        break
 
-    broker_ids = children(["/brokers/ids"]).get("/brokers/ids", [])
-    topics = children(["/brokers/topics"]).get("/brokers/topics", [])
-    read([f"/brokers/ids/{b}" for b in broker_ids] + [f"/brokers/topics/{t}" for t in topics])
-    progress(f"snapshot: {len(broker_ids)} brokers, {len(topics)} topics under /brokers")
+    def brokers(self, progress: Callable[[str], None]) -> None:
+        """The broker registrations and topics under /brokers."""
+        broker_ids = self.children(["/brokers/ids"]).get("/brokers/ids", [])
+        topics = self.children(["/brokers/topics"]).get("/brokers/topics", [])
+        self.read(
+            [f"/brokers/ids/{b}" for b in broker_ids] + [f"/brokers/topics/{t}" for t in topics]
+        )
+        progress(f"snapshot: {len(broker_ids)} brokers, {len(topics)} topics under /brokers")
 
+
+def take(
+    client: KazooClient,
+    *,
+    ids: set[tuple[str, str]] | None = None,
+    window: int = 512,
+    progress: Callable[[str], None] = log.info,
+) -> tuple[list[NodeRow], dict[str, Any]]:
+    """Read the legacy tree under ``client``'s chroot into rows; returns (rows, manifest)."""
+    started = int(time.time() * 1000)
+    walk = _Walk(client, ids or identities(None, None), window)
+    groups = walk.consumers(progress)
+    walk.brokers(progress)
+    rows = walk.rows
     zxids = [r.mzxid for r in rows if r.mzxid is not None]
     manifest = {
         "format": SNAPSHOT_FORMAT,
         "version": SNAPSHOT_VERSION,
         "started_ms": started,
         "finished_ms": int(time.time() * 1000),
-        "groups": len(groups),
+        "groups": groups,
         "nodes": len(rows),
         "bad_nodes": sum(r.error is not None for r in rows),
         "max_mzxid": max(zxids, default=0),
