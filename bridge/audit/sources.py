@@ -139,19 +139,14 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
     appended meanwhile: ``partitions``, per partition ``start`` and ``end`` (the last stable
     offset), and ``offsets_span``.
     """
-    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    from bridge.kafka.admin import open_admin
+    from bridge.kafka.cluster import partition_counts
     from bridge.kafka.offsets import log_offsets
 
-    opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
-    opts.setdefault("request_timeout_ms", 10000)
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap.split(","),
-            bootstrap_timeout_ms=opts["request_timeout_ms"],
-            **opts,
-        )
+        admin = open_admin(bootstrap, client, bound_ms=10000)
     except KafkaError as exc:
         raise AuditError(
             f"Kafka at {bootstrap} is not reachable ({type(exc).__name__}); "
@@ -159,16 +154,14 @@ def kafka_ranges(bootstrap: str, client: dict[str, Any]) -> dict[str, Any]:
             3,
         ) from None
     try:
-        desc = admin.describe_topics([dumpmod.OFFSETS_TOPIC])[0]
-        if desc["error_code"] != 0 or not desc["partitions"]:
+        count = partition_counts(admin, [dumpmod.OFFSETS_TOPIC]).get(dumpmod.OFFSETS_TOPIC)
+        if not count:
             raise AuditError(
                 f"{dumpmod.OFFSETS_TOPIC} does not exist on {bootstrap}: no group has "
                 "committed offsets to this cluster",
                 4,
             )
-        tps = [
-            TopicPartition(dumpmod.OFFSETS_TOPIC, p["partition_index"]) for p in desc["partitions"]
-        ]
+        tps = [TopicPartition(dumpmod.OFFSETS_TOPIC, p) for p in range(count)]
         first = log_offsets(admin, tps, "earliest")
         # the last stable offset: records of open transactions are not read (read_committed)
         last = log_offsets(admin, tps, "latest", read_committed=True)
@@ -192,12 +185,12 @@ def kafka_log_end_offsets(
     bootstrap: str, client: dict[str, Any], topics: list[str]
 ) -> dict[TopicPartition, int]:
     """Log-end offsets of every partition of ``topics``, for the lag columns."""
-    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
-    opts = {k: v for k, v in client.items() if k != "bootstrap_servers"}
+    from bridge.kafka.admin import open_admin
+
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), **opts)
+        admin = open_admin(bootstrap, client)
     except KafkaError as exc:
         raise AuditError(f"Kafka at {bootstrap} is not reachable ({exc})", 3) from None
     try:
