@@ -28,6 +28,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from bench import bridge_command, stack_unless_given
 from bench.registry import summary
 from bridge.devstack.legacy import (
     MIGRATION_SETTINGS,
@@ -176,18 +177,7 @@ def run_mode(args, topic: str, tag: str, admin, coexist: bool, procs: list, logd
     g = Group(args, topic, tag, coexist, procs, logdir)
     env = {**os.environ, "ZK_BRIDGE__COEXISTENCE__ENABLED": str(coexist).lower()}
     bridge = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli",
-            "run",
-            "--metrics-address",
-            "127.0.0.1:0",
-            "--zookeeper",
-            args.zookeeper + g.chroot,
-            "--bootstrap-server",
-            args.bootstrap_server,
-        ],
+        bridge_command(args.zookeeper + g.chroot, args.bootstrap_server),
         env=env,
         stdout=(logdir / f"bridge-{int(coexist)}.log").open("w"),
         stderr=subprocess.STDOUT,
@@ -219,13 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zookeeper")
     ap.add_argument("--bootstrap-server")
     args = ap.parse_args(argv)
-    stack = None
-    if not args.zookeeper:
-        from bridge.devstack.stack import private_stack
-
-        print("starting a local stack ...", flush=True)
-        stack = private_stack("kzb-bench-")
-        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
+    stack = stack_unless_given(args)
     tag = uuid.uuid4().hex[:6]
     topic = f"bench-coexist-{tag}"
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server.split(","))

@@ -40,7 +40,7 @@ from pathlib import Path
 from kafka import KafkaAdminClient, KafkaProducer
 from kazoo.client import KazooClient
 
-from bench import create_topic
+from bench import bridge_command, create_topic
 from bridge.devstack.legacy import LegacyConsumerProcess
 from bridge.devstack.legacy_producer import produce_legacy
 
@@ -130,19 +130,7 @@ def start_bridge(zookeeper: str, bootstrap: str, gateway: bool, workdir: Path) -
         extra = ["--gateway-listen", "127.0.0.1:0"]
     log = workdir / f"bridge{'-gateway' if gateway else ''}.log"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli",
-            "run",
-            "--metrics-address",
-            "127.0.0.1:0",
-            "--zookeeper",
-            zookeeper + chroot,
-            "--bootstrap-server",
-            bootstrap,
-            *extra,
-        ],
+        bridge_command(zookeeper + chroot, bootstrap, *extra),
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         env=env,

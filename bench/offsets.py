@@ -60,7 +60,7 @@ from kazoo.protocol.serialization import Watch
 from kazoo.protocol.states import EventType, WatchedEvent
 
 import zkpaths
-from bench import create_topic
+from bench import bridge_command, create_topic, stack_unless_given
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_RATE = 5000.0  # offset updates/s the mirror must sustain ...
@@ -544,18 +544,7 @@ def start_bridge(
     out = log.open("wb")
     try:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "bridge.cli",
-                "run",
-                "--metrics-address",
-                "127.0.0.1:0",
-                "--zookeeper",
-                zk_connect,
-                "--bootstrap-server",
-                bootstrap,
-            ],
+            bridge_command(zk_connect, bootstrap),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=source,  # python -m puts it first on sys.path
@@ -943,14 +932,9 @@ def main(argv: list[str] | None = None) -> int:
     if bool(args.zookeeper) != bool(args.bootstrap_server):
         ap.error("give both --zookeeper and --bootstrap-server, or neither")
 
-    stack = None
     pids: dict[str, int] = {"bench": os.getpid()}
-    if not args.zookeeper:
-        from bridge.devstack.stack import private_stack
-
-        print("starting a local stack ...", flush=True)
-        stack = private_stack("kzb-bench-")
-        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
+    stack = stack_unless_given(args)
+    if stack is not None:
         pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
 
     b: OffsetBench | None = None

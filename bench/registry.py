@@ -24,6 +24,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import NewPartitions, NewTopic
 from kazoo.client import KazooClient
 
+from bench import bridge_command, stack_unless_given
+
 
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
@@ -56,13 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap-server")
     args = ap.parse_args(argv)
 
-    stack = None
-    if not args.zookeeper:
-        from bridge.devstack.stack import private_stack
-
-        print("starting a local stack ...", flush=True)
-        stack = private_stack("kzb-bench-")
-        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
+    stack = stack_unless_given(args)
     chroot = f"/bench-{uuid.uuid4().hex[:8]}"
     boot = KazooClient(args.zookeeper)
     boot.start()
@@ -73,18 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     admin = KafkaAdminClient(bootstrap_servers=args.bootstrap_server.split(","))
     log = open(tempfile.mktemp(prefix="bench-bridge-", suffix=".log"), "w")
     bridge = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli",
-            "run",
-            "--metrics-address",
-            "127.0.0.1:0",
-            "--zookeeper",
-            args.zookeeper + chroot,
-            "--bootstrap-server",
-            args.bootstrap_server,
-        ],
+        bridge_command(args.zookeeper + chroot, args.bootstrap_server),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
