@@ -102,7 +102,8 @@ def legacy_members(group: str, ids: list[str], owned: AbstractSet[str]) -> list[
     return [c for c in ids if zkpaths.consumer_id_path(group, c) not in owned]
 
 
-def _structural(group: str) -> dict[str, Desired]:
+def structural(group: str) -> dict[str, Desired]:
+    """The nodes every mirrored group has: /consumers, the group and its three directories."""
     return {
         p: Desired(structural=True)
         for p in (
@@ -169,7 +170,7 @@ def decide_group(
         return decision
 
     d = decision.desired
-    d.update(_structural(g))
+    d.update(structural(g))
     owners: dict[TopicPartition, str] = {}
     for m in group.members:
         if m.topics is None:

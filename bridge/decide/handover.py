@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import zkpaths
-from bridge.decide.groups import registration_data
+from bridge.decide.groups import registration_data, structural
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.views import JoinedGeneration, KafkaMember
 from zkpaths import TopicPartition
@@ -223,14 +223,7 @@ def decide_mixed_group(
     """
     out = MixedDecision()
     d = out.desired
-    for p in (
-        zkpaths.CONSUMERS,
-        zkpaths.consumer_group_path(group),
-        zkpaths.consumer_ids_path(group),
-        zkpaths.owners_path(group),
-        zkpaths.offsets_path(group),
-    ):
-        d[p] = Desired(structural=True)
+    d.update(structural(group))
     threads = new_member_threads(group, gen, zk.old_threads)
     for m in gen.members:
         for t in m.topics:

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from bridge import offsets_file as of
-from bridge.commands.offsets.clients import Clients, Failure, chosen_stores, err, run
+from bridge.commands.offsets.clients import Clients, Failure, Key, chosen_stores, err, run
 from bridge.commands.offsets.output import finish, plan_rows, status
 from bridge.commands.offsets.stores import apply, current, live_warning, read_zk_groups
 from zkpaths.names import node_name_problem
@@ -135,15 +135,23 @@ def validate_file(
     return parsed, errors
 
 
+def valid_targets(
+    clients: Clients, name: str, groups: Collection[str] | None
+) -> tuple[of.ParsedFile, dict[Key, int]]:
+    """The file's offsets once every line is valid; else each bad line is printed and the
+    command refused, with nothing written."""
+    parsed, errors = validate_file(clients, name, groups)
+    if errors:
+        for e in errors:
+            print(e, file=sys.stderr)
+        raise Failure(f"{parsed.source}: {len(errors)} bad line(s); nothing was written")
+    return parsed, {e.key: e.offset for e in parsed.entries}
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     def body(clients: Clients) -> int:
         stores = chosen_stores(args.store)
-        parsed, errors = validate_file(clients, args.file, args.group)
-        if errors:
-            for e in errors:
-                print(e, file=sys.stderr)
-            raise Failure(f"{parsed.source}: {len(errors)} bad line(s); nothing was written")
-        targets = {e.key: e.offset for e in parsed.entries}
+        parsed, targets = valid_targets(clients, args.file, args.group)
         if not targets:
             print(f"offsets import: {parsed.source}: no offsets to import", file=sys.stderr)
             return 0

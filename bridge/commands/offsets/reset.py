@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 from bridge import offsets_file as of
 from bridge.commands.offsets.clients import STORES, Clients, Failure, Key, chosen_stores, err, run
-from bridge.commands.offsets.files import validate_file
+from bridge.commands.offsets.files import valid_targets
 from bridge.commands.offsets.output import finish, plan_rows, status
 from bridge.commands.offsets.stores import (
     ZkOffset,
@@ -168,12 +167,7 @@ def _refuse_live(clients: Clients, args: argparse.Namespace) -> None:
 
 def _from_file(clients: Clients, name: str, group: str) -> dict[Key, int]:
     """``--from-file``: the file's offsets, exactly (a restore), once every line is valid."""
-    parsed, errors = validate_file(clients, name, [group])
-    if errors:
-        for e in errors:
-            print(e, file=sys.stderr)
-        raise Failure(f"{parsed.source}: {len(errors)} bad line(s); nothing was written")
-    targets = {e.key: e.offset for e in parsed.entries}
+    parsed, targets = valid_targets(clients, name, [group])
     if not targets:
         raise Failure(f"{parsed.source}: no offsets for group {group!r}")
     return targets
