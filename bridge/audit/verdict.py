@@ -128,23 +128,36 @@ def _common(f: GroupFacts) -> list[str]:
     return out
 
 
-def _migrate_blockers(f: GroupFacts) -> list[str]:
+_STORE = {"zk": "ZooKeeper", "kafka": "Kafka"}
+
+
+def _one_way_blockers(f: GroupFacts, source: str) -> tuple[list[str], list[str]]:
+    """What blocks moving every offset out of ``source`` ("zk" to migrate, "kafka" to roll
+    back): a partition without a source offset, the other store ahead of it, and (second
+    list) a source offset past the log end."""
+    other = "kafka" if source == "zk" else "zk"
     missing, ahead, ends = [], [], []
     for p in f.partitions:
-        if p.zk_offset is None:
-            if p.zk_error is None:
-                kafka = f" (Kafka has {p.kafka_offset})" if p.kafka_offset is not None else ""
-                missing.append(p.name + kafka)
-        elif p.kafka_offset is not None and p.kafka_offset > p.zk_offset:
-            ahead.append(f"{p.name} ({p.kafka_offset} > {p.zk_offset})")
-        end = _past_end(p, p.zk_offset, "ZooKeeper", f.log_ends_known)
+        src, dst = getattr(p, f"{source}_offset"), getattr(p, f"{other}_offset")
+        if src is None:
+            if getattr(p, f"{source}_error") is None:
+                has = f" ({_STORE[other]} has {dst})" if dst is not None else ""
+                missing.append(p.name + has)
+        elif dst is not None and dst > src:
+            ahead.append(f"{p.name} ({dst} > {src})")
+        end = _past_end(p, src, _STORE[source], f.log_ends_known)
         if end:
             ends.append(end)
     out = []
     if missing:
-        out.append(f"no ZooKeeper offset for {_listing(missing)}")
+        out.append(f"no {_STORE[source]} offset for {_listing(missing)}")
     if ahead:
-        out.append(f"Kafka ahead of ZooKeeper on {_listing(ahead)}")
+        out.append(f"{_STORE[other]} ahead of {_STORE[source]} on {_listing(ahead)}")
+    return out, ends
+
+
+def _migrate_blockers(f: GroupFacts) -> list[str]:
+    out, ends = _one_way_blockers(f, "zk")
     return out + ends
 
 
@@ -172,22 +185,7 @@ def _finalize_blockers(f: GroupFacts) -> list[str]:
 
 
 def _roll_back_blockers(f: GroupFacts) -> list[str]:
-    missing, ahead, ends = [], [], []
-    for p in f.partitions:
-        if p.kafka_offset is None:
-            if p.kafka_error is None:
-                zk = f" (ZooKeeper has {p.zk_offset})" if p.zk_offset is not None else ""
-                missing.append(p.name + zk)
-        elif p.zk_offset is not None and p.zk_offset > p.kafka_offset:
-            ahead.append(f"{p.name} ({p.zk_offset} > {p.kafka_offset})")
-        end = _past_end(p, p.kafka_offset, "Kafka", f.log_ends_known)
-        if end:
-            ends.append(end)
-    out = []
-    if missing:
-        out.append(f"no Kafka offset for {_listing(missing)}")
-    if ahead:
-        out.append(f"ZooKeeper ahead of Kafka on {_listing(ahead)}")
+    out, ends = _one_way_blockers(f, "kafka")
     if f.zk_writable is False:
         out.append(f"ZooKeeper offsets not writable: {f.zk_not_writable or 'ACL'}")
     return out + ends
