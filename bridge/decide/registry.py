@@ -114,6 +114,95 @@ def foreign_brokers(
     return live, bad
 
 
+def _brokers(
+    view: ClusterView,
+    current: Mapping[str, Node],
+    owned: AbstractSet[str],
+    bad_paths: AbstractSet[str],
+    now_ms: int,
+    version: int,
+) -> dict[str, Desired]:
+    """A registration per live broker (v``version``); an unsettled broker's is kept."""
+    d: dict[str, Desired] = {}
+    for broker in view.brokers.values():
+        path = zkpaths.broker_path(broker.broker_id)
+        if path in bad_paths:
+            continue  # someone else's garbage sits there; reported, left alone
+        reg = zkpaths.BrokerRegistration.from_endpoints(
+            broker.broker_id,
+            [f"{broker.security_protocol}://{broker.host}:{broker.port}"],
+            listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
+            timestamp_ms=now_ms,
+            rack=broker.rack if version >= 3 else None,
+            version=version,
+        )
+        fresh = zkpaths.encode_broker(reg)
+        ts = _timestamp(current.get(path), fresh, now_ms, broker.broker_id)
+        if ts != now_ms:
+            fresh = zkpaths.encode_broker(replace(reg, timestamp_ms=ts))
+        d[path] = Desired(fresh, ephemeral=True)
+    for broker_id in view.unsettled_brokers - set(view.brokers):
+        path = zkpaths.broker_path(broker_id)
+        if path in owned and path in current:
+            d[path] = Desired(current[path].data, ephemeral=True)  # kept, not rewritten
+    return d
+
+
+def _topics(
+    view: ClusterView, current: Mapping[str, Node], owned: AbstractSet[str]
+) -> dict[str, Desired]:
+    """Each topic's assignment and partition states; an unsettled topic's nodes are kept."""
+    d: dict[str, Desired] = {}
+    for topic in view.topics.values():
+        assignment = zkpaths.TopicAssignment(
+            partitions={p: pv.replicas for p, pv in topic.partitions.items()},
+            topic_id=topic.topic_id,
+        )
+        d[zkpaths.topic_path(topic.name)] = Desired(zkpaths.encode_topic(assignment))
+        d[zkpaths.partitions_path(topic.name)] = Desired(b"")
+        for p, pv in topic.partitions.items():
+            d[zkpaths.partition_path(topic.name, p)] = Desired(b"")
+            state = zkpaths.PartitionState(
+                leader=pv.leader,
+                leader_epoch=pv.leader_epoch,
+                isr=pv.isr,
+                controller_epoch=view.controller_epoch,
+            )
+            d[zkpaths.partition_state_path(topic.name, p)] = Desired(
+                zkpaths.encode_partition_state(state)
+            )
+    for name in view.unsettled - set(view.topics):
+        root = zkpaths.BROKER_TOPICS + "/" + name
+        for path, node in current.items():
+            if (path == root or path.startswith(root + "/")) and path in owned:
+                d[path] = Desired(node.data)  # a transient metadata error deletes nothing
+    return d
+
+
+def _controller(view: ClusterView, current: Mapping[str, Node], now_ms: int) -> dict[str, Desired]:
+    """/controller (its timestamp kept while the same controller leads), /controller_epoch
+    and /cluster/id."""
+    d: dict[str, Desired] = {}
+    if view.controller_id >= 0:
+        old = current.get(zkpaths.CONTROLLER)
+        ts = now_ms
+        if old is not None:
+            try:
+                prev = zkpaths.decode_controller(old.data)
+                if prev.broker_id == view.controller_id:
+                    ts = prev.timestamp_ms
+            except zkpaths.CodecError:
+                pass
+        d[zkpaths.CONTROLLER] = Desired(
+            zkpaths.encode_controller(zkpaths.ControllerRegistration(view.controller_id, ts)),
+            ephemeral=True,
+        )
+    d[zkpaths.CONTROLLER_EPOCH] = Desired(zkpaths.encode_controller_epoch(view.controller_epoch))
+    if view.cluster_id:
+        d[zkpaths.CLUSTER_ID] = Desired(zkpaths.encode_cluster_id(view.cluster_id))
+    return d
+
+
 def decide_registry(
     view: ClusterView,
     current: Mapping[str, Node],
@@ -136,71 +225,9 @@ def decide_registry(
         )
         return decision
     bad_paths = {b.path for b in decision.bad_nodes}
-
     d = decision.desired
     d.update(_structural("/brokers", zkpaths.BROKER_IDS, zkpaths.BROKER_TOPICS, "/cluster"))
-    for broker in view.brokers.values():
-        path = zkpaths.broker_path(broker.broker_id)
-        if path in bad_paths:
-            continue  # someone else's garbage sits there; reported, left alone
-        reg = zkpaths.BrokerRegistration.from_endpoints(
-            broker.broker_id,
-            [f"{broker.security_protocol}://{broker.host}:{broker.port}"],
-            listener_security_protocol_map={broker.security_protocol: broker.security_protocol},
-            timestamp_ms=now_ms,
-            rack=broker.rack if broker_json_version >= 3 else None,
-            version=broker_json_version,
-        )
-        fresh = zkpaths.encode_broker(reg)
-        ts = _timestamp(current.get(path), fresh, now_ms, broker.broker_id)
-        if ts != now_ms:
-            fresh = zkpaths.encode_broker(replace(reg, timestamp_ms=ts))
-        d[path] = Desired(fresh, ephemeral=True)
-    for broker_id in view.unsettled_brokers - set(view.brokers):
-        path = zkpaths.broker_path(broker_id)
-        if path in owned and path in current:
-            d[path] = Desired(current[path].data, ephemeral=True)  # kept, not rewritten
-
-    for topic in view.topics.values():
-        assignment = zkpaths.TopicAssignment(
-            partitions={p: pv.replicas for p, pv in topic.partitions.items()},
-            topic_id=topic.topic_id,
-        )
-        d[zkpaths.topic_path(topic.name)] = Desired(zkpaths.encode_topic(assignment))
-        d[zkpaths.partitions_path(topic.name)] = Desired(b"")
-        for p, pv in topic.partitions.items():
-            d[zkpaths.partition_path(topic.name, p)] = Desired(b"")
-            state = zkpaths.PartitionState(
-                leader=pv.leader,
-                leader_epoch=pv.leader_epoch,
-                isr=pv.isr,
-                controller_epoch=view.controller_epoch,
-            )
-            d[zkpaths.partition_state_path(topic.name, p)] = Desired(
-                zkpaths.encode_partition_state(state)
-            )
-
-    for name in view.unsettled - set(view.topics):
-        root = zkpaths.BROKER_TOPICS + "/" + name
-        for path, node in current.items():
-            if (path == root or path.startswith(root + "/")) and path in owned:
-                d[path] = Desired(node.data)  # a transient metadata error deletes nothing
-
-    if view.controller_id >= 0:
-        old = current.get(zkpaths.CONTROLLER)
-        ts = now_ms
-        if old is not None:
-            try:
-                prev = zkpaths.decode_controller(old.data)
-                if prev.broker_id == view.controller_id:
-                    ts = prev.timestamp_ms
-            except zkpaths.CodecError:
-                pass
-        d[zkpaths.CONTROLLER] = Desired(
-            zkpaths.encode_controller(zkpaths.ControllerRegistration(view.controller_id, ts)),
-            ephemeral=True,
-        )
-    d[zkpaths.CONTROLLER_EPOCH] = Desired(zkpaths.encode_controller_epoch(view.controller_epoch))
-    if view.cluster_id:
-        d[zkpaths.CLUSTER_ID] = Desired(zkpaths.encode_cluster_id(view.cluster_id))
+    d.update(_brokers(view, current, owned, bad_paths, now_ms, broker_json_version))
+    d.update(_topics(view, current, owned))
+    d.update(_controller(view, current, now_ms))
     return decision
