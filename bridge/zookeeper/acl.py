@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 from kazoo.security import ACL
 
 from bridge.config import ZooKeeperSettings
@@ -113,7 +114,26 @@ def repair_acls(client: KazooClient, policy: AclPolicy, epoch: Epoch) -> RepairR
         for p, data in paths.items()
         if data == OWNED and p.startswith(ledger + "/")
     ]
-    targets = [*paths, *legacy]
+    _apply_policy(client, policy, [*paths, *legacy], report)
+    if report.changed:
+        log.info("ACLs brought to the %s policy on %d node(s)", policy.name, len(report.changed))
+    if report.denied:
+        log.warning(
+            "%d node(s) keep an ACL this bridge may not change (first: %s); set it as a "
+            "ZooKeeper super user or the identity that created them (docs/security.md)",
+            len(report.denied),
+            ", ".join(report.denied[:3]),
+        )
+        return report
+    _record_policy(client, epoch, marker, want, stat)
+    return report
+
+
+def _apply_policy(
+    client: KazooClient, policy: AclPolicy, targets: list[str], report: RepairReport
+) -> None:
+    """Read every target's ACL and set the policy's where it differs (pipelined); counted
+    in ``report``, a node that went away meanwhile left out."""
     reads = [(p, client.get_acls_async(p)) for p in targets]
     writes = []
     for p, result in reads:
@@ -133,16 +153,12 @@ def repair_acls(client: KazooClient, policy: AclPolicy, epoch: Epoch) -> RepairR
             continue
         except NoAuthError:
             report.denied.append(p)
-    if report.changed:
-        log.info("ACLs brought to the %s policy on %d node(s)", policy.name, len(report.changed))
-    if report.denied:
-        log.warning(
-            "%d node(s) keep an ACL this bridge may not change (first: %s); set it as a "
-            "ZooKeeper super user or the identity that created them (docs/security.md)",
-            len(report.denied),
-            ", ".join(report.denied[:3]),
-        )
-        return report
+
+
+def _record_policy(
+    client: KazooClient, epoch: Epoch, marker: str, want: bytes, stat: ZnodeStat | None
+) -> None:
+    """Write the policy's record behind the epoch check (I3); ``Fenced`` when deposed."""
     txn = client.transaction()
     txn.check(epoch.path, epoch.version)
     if stat is None:
@@ -154,7 +170,6 @@ def repair_acls(client: KazooClient, policy: AclPolicy, epoch: Epoch) -> RepairR
         raise Fenced(f"epoch {epoch.value} is no longer current")
     if isinstance(results[1], Exception):  # tried again at the next election
         log.warning("could not record the ACL policy at %s: %s", marker, type(results[1]).__name__)
-    return report
 
 
 def _walk(client: KazooClient, root: str) -> dict[str, bytes]:
