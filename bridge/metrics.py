@@ -12,7 +12,14 @@ from bridge import __version__
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
-        r = self.registry
+        self._generations: dict[str, int] = {}
+        self._generations_lock = threading.Lock()
+        self._writer(self.registry)
+        self._operations(self.registry)
+        self._coexistence(self.registry)
+
+    def _writer(self, r: CollectorRegistry) -> None:
+        """ZooKeeper writes, errors and the active writer's leadership."""
         self.writes = Counter(
             "zkbridge_znode_writes", "znode creates/sets/deletes made", ["flow"], registry=r
         )
@@ -46,7 +53,9 @@ class Metrics:
         self.tick_seconds = Histogram(
             "zkbridge_flow_tick_seconds", "time for one pass of a flow", ["flow"], registry=r
         )
-        # ---- operations (issue 8): lag, freshness, groups; docs/operations.md lists them all
+
+    def _operations(self, r: CollectorRegistry) -> None:
+        """Operations (issue 8): lag, freshness, groups; docs/operations.md lists them all."""
         self.mirror_lag = Histogram(
             "zkbridge_mirror_lag_seconds",
             "from the start of the pass that read a Kafka-side change to its ZooKeeper write",
@@ -74,7 +83,6 @@ class Metrics:
             ["group"],
             registry=r,
         )
-        self._generations: dict[str, int] = {}
         self.info = Gauge(
             "zkbridge_build_info",
             "always 1; the version label says what runs",
@@ -82,8 +90,9 @@ class Metrics:
             registry=r,
         )
         self.info.labels(version=__version__).set(1)
-        self._generations_lock = threading.Lock()
 
+    def _coexistence(self, r: CollectorRegistry) -> None:
+        """Old and new members in one group: proxies, hand-overs and their gate."""
         self.proxies = Gauge(
             "zkbridge_proxies", "proxy members run for old consumer threads", ["group"], registry=r
         )
