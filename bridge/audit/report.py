@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge.audit.verdict import BLOCKED, READY_TO_FINALIZE, READY_TO_MIGRATE, READY_TO_ROLL_BACK
@@ -152,6 +152,35 @@ def divergence_plot(groups: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def _activity_rows(
+    groups: Sequence[str],
+    cells: dict[tuple[str, int], int],
+    column: Callable[[int], int],
+    cw: float,
+    top_h: int,
+) -> list[str]:
+    """One heat-map row per group: a cell per bucket with commits, darker with more."""
+    vmax = max(cells.values())
+    per_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for (grp, b), c in cells.items():
+        per_group[grp].append((b, c))
+    out = []
+    for gi, g in enumerate(groups):
+        y = top_h + 30 + gi * ROW_H
+        out.append(
+            f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" font-size="11">'
+            f"<title>{_e(g)}</title>{_e(g if len(g) <= 36 else g[:35] + '…')}</text>"
+        )
+        for b, c in per_group.get(g, []):
+            alpha = 0.15 + 0.85 * c / vmax
+            out.append(
+                f'<rect class="cell" x="{LABEL_W + column(b) * cw:.1f}" y="{y + 1}" '
+                f'width="{max(cw - 1, 1):.1f}" height="{ROW_H - 2}" fill="{KAFKA_COLOR}" '
+                f'fill-opacity="{alpha:.2f}"><title>{_e(g)} {_ts(b)}: {c} commits</title></rect>'
+            )
+    return out
+
+
 def activity_plot(groups: Sequence[str], activity: Sequence[dict[str, Any]], bucket_ms: int) -> str:
     """A heat map of commits per group and time bucket, the total per bucket above it."""
     cells: dict[tuple[str, int], int] = {}
@@ -171,7 +200,6 @@ def activity_plot(groups: Sequence[str], activity: Sequence[dict[str, Any]], buc
     for (_, b), c in cells.items():
         totals[b] += c
     top_h = 60
-    vmax = max(cells.values())
     tmax = max(totals.values())
     h = top_h + 30 + len(groups) * ROW_H + 24
     out = [
@@ -181,31 +209,19 @@ def activity_plot(groups: Sequence[str], activity: Sequence[dict[str, Any]], buc
         f'<text x="{LABEL_W - 6}" y="{top_h / 2 + 10}" font-size="11" text-anchor="end">'
         "all groups</text>",
     ]
+
+    def column(b: int) -> int:
+        return (b - first) // bucket_ms if bucket_ms else buckets.index(b)
+
     for b, c in sorted(totals.items()):
-        i = (b - first) // bucket_ms if bucket_ms else buckets.index(b)
+        i = column(b)
         bh = max(1.0, (top_h - 10) * c / tmax)
         out.append(
             f'<rect class="bar" x="{LABEL_W + i * cw:.1f}" y="{top_h - bh + 10:.1f}" '
             f'width="{max(cw - 1, 1):.1f}" height="{bh:.1f}" fill="#546e7a">'
             f"<title>{_ts(b)}: {c} commits</title></rect>"
         )
-    per_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for (grp, b), c in cells.items():
-        per_group[grp].append((b, c))
-    for gi, g in enumerate(groups):
-        y = top_h + 30 + gi * ROW_H
-        out.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 12}" text-anchor="end" font-size="11">'
-            f"<title>{_e(g)}</title>{_e(g if len(g) <= 36 else g[:35] + '…')}</text>"
-        )
-        for b, c in per_group.get(g, []):
-            i = (b - first) // bucket_ms if bucket_ms else buckets.index(b)
-            alpha = 0.15 + 0.85 * c / vmax
-            out.append(
-                f'<rect class="cell" x="{LABEL_W + i * cw:.1f}" y="{y + 1}" '
-                f'width="{max(cw - 1, 1):.1f}" height="{ROW_H - 2}" fill="{KAFKA_COLOR}" '
-                f'fill-opacity="{alpha:.2f}"><title>{_e(g)} {_ts(b)}: {c} commits</title></rect>'
-            )
+    out += _activity_rows(groups, cells, column, cw, top_h)
     ybot = top_h + 30 + len(groups) * ROW_H + 16
     out.append(
         f'<text x="{LABEL_W}" y="{ybot}" font-size="10" fill="#555">{_ts(first)} UTC</text>'
