@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from bridge import __version__, logs
 from bridge.commands import settings_from_args
@@ -327,7 +328,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="INFO")
     parser.add_argument("--log-format", choices=["text", "json"], default="text")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(sub)
+    _add_devstack(sub)
+    cfg = sub.add_parser("config", help="configuration tools")
+    cfg_sub = cfg.add_subparsers(dest="config_command", required=True, metavar="ACTION")
+    check = cfg_sub.add_parser("check", help="validate a config file and exit")
+    check.add_argument("file", type=Path)
+    check.add_argument("-v", "--verbose", action="store_true", help="print the result")
+    check.set_defaults(func=cmd_config_check)
+    add_audit_commands(sub)
+    register_offsets(sub, _connection_options)
+    register_groups(sub, _connection_options)
+    return parser
 
+
+def _add_run(sub: Any) -> None:
     run = sub.add_parser("run", help="run the bridge (mirror Kafka into ZooKeeper)")
     _connection_options(run)
     run.add_argument(
@@ -345,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=cmd_run)
 
+
+def _add_devstack(sub: Any) -> None:
     dev = sub.add_parser("devstack", help="a local ZooKeeper + 3-node KRaft Kafka, no Docker")
     dev.add_argument("action", choices=["up", "down", "status"])
     dev.add_argument(
@@ -369,17 +386,6 @@ def build_parser() -> argparse.ArgumentParser:
         "credential) for the SASL_PLAINTEXT listener",
     )
     dev.set_defaults(func=cmd_devstack)
-
-    cfg = sub.add_parser("config", help="configuration tools")
-    cfg_sub = cfg.add_subparsers(dest="config_command", required=True, metavar="ACTION")
-    check = cfg_sub.add_parser("check", help="validate a config file and exit")
-    check.add_argument("file", type=Path)
-    check.add_argument("-v", "--verbose", action="store_true", help="print the result")
-    check.set_defaults(func=cmd_config_check)
-    add_audit_commands(sub)
-    register_offsets(sub, _connection_options)
-    register_groups(sub, _connection_options)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
