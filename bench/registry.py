@@ -51,6 +51,72 @@ def raw_zk_writes(zk: KazooClient, n: int) -> list[float]:
     return out
 
 
+class _TopicWatch:
+    """When each topic's node in ZooKeeper first shows a partition count (a data watch)."""
+
+    def __init__(self, zk: KazooClient) -> None:
+        self.zk = zk
+        self.seen: dict[str, tuple[int, float]] = {}
+        self.cond = threading.Condition()
+
+    def watch(self, topic: str) -> None:
+        def on_data(data, stat):
+            if data:
+                n = len(json.loads(data)["partitions"])
+                with self.cond:
+                    self.seen[topic] = (n, time.perf_counter())
+                    self.cond.notify_all()
+
+        self.zk.DataWatch(f"/brokers/topics/{topic}", on_data)
+
+    def wait(self, topic: str, partitions: int, timeout: float = 30) -> float | None:
+        """The moment ``topic`` showed ``partitions`` partitions, or None after ``timeout``."""
+        with self.cond:
+            ok = self.cond.wait_for(
+                lambda: self.seen.get(topic, (0, 0))[0] == partitions, timeout=timeout
+            )
+        return self.seen[topic][1] if ok else None
+
+
+def _kafka_sees(admin: KafkaAdminClient, topic: str, partitions: int) -> None:
+    """Until Kafka's own metadata has ``partitions`` partitions of ``topic``, all led."""
+    while True:
+        desc = admin.describe_topics([topic])[0]
+        if len(desc["partitions"]) == partitions and all(
+            p["leader_id"] >= 0 for p in desc["partitions"]
+        ):
+            return
+        time.sleep(0.005)
+
+
+def _measure(
+    zk: KazooClient, admin: KafkaAdminClient, changes: int, topics: list[str]
+) -> tuple[list[float], list[float]]:
+    """Alternately create a topic and add it a partition; per change, the time until the
+    bridge's ZooKeeper node shows it and until Kafka's metadata does."""
+    watch = _TopicWatch(zk)
+    bridge_lag, kafka_lag = [], []
+    for i in range(changes):
+        if i % 2 == 0:
+            topic = f"bench-{uuid.uuid4().hex[:8]}"
+            topics.append(topic)
+            watch.watch(topic)
+            t0 = time.perf_counter()
+            admin.create_topics([NewTopic(topic, 1, 3)])
+            want = 1
+        else:
+            topic, want = topics[-1], 2
+            t0 = time.perf_counter()
+            admin.create_partitions({topic: NewPartitions(total_count=2)})
+        _kafka_sees(admin, topic, want)  # Kafka's own view, for scale
+        kafka_lag.append(time.perf_counter() - t0)
+        at = watch.wait(topic, want)
+        if at is None:
+            raise SystemExit(f"change {i} ({topic} -> {want} partitions) never reached ZK")
+        bridge_lag.append(at - t0)
+    return bridge_lag, kafka_lag
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--changes", type=int, default=20)
@@ -80,46 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() > deadline:
                 raise SystemExit("bridge did not register brokers; see " + log.name)
             time.sleep(0.1)
-
-        seen: dict[str, tuple[int, float]] = {}
-        cond = threading.Condition()
-
-        def watch(topic: str) -> None:
-            def on_data(data, stat):
-                if data:
-                    n = len(json.loads(data)["partitions"])
-                    with cond:
-                        seen[topic] = (n, time.perf_counter())
-                        cond.notify_all()
-
-            zk.DataWatch(f"/brokers/topics/{topic}", on_data)
-
-        bridge_lag, kafka_lag = [], []
-        for i in range(args.changes):
-            if i % 2 == 0:
-                topic = f"bench-{uuid.uuid4().hex[:8]}"
-                topics.append(topic)
-                watch(topic)
-                t0 = time.perf_counter()
-                admin.create_topics([NewTopic(topic, 1, 3)])
-                want = 1
-            else:
-                topic, want = topics[-1], 2
-                t0 = time.perf_counter()
-                admin.create_partitions({topic: NewPartitions(total_count=2)})
-            while True:  # Kafka's own view, for scale
-                desc = admin.describe_topics([topic])[0]
-                if len(desc["partitions"]) == want and all(
-                    p["leader_id"] >= 0 for p in desc["partitions"]
-                ):
-                    kafka_lag.append(time.perf_counter() - t0)
-                    break
-                time.sleep(0.005)
-            with cond:
-                ok = cond.wait_for(lambda t=topic, w=want: seen.get(t, (0, 0))[0] == w, timeout=30)
-            if not ok:
-                raise SystemExit(f"change {i} ({topic} -> {want} partitions) never reached ZK")
-            bridge_lag.append(seen[topic][1] - t0)
+        bridge_lag, kafka_lag = _measure(zk, admin, args.changes, topics)
         raw = raw_zk_writes(zk, 200)
         print(f"\nregistry mirror latency, {args.changes} metadata changes (poll interval 0.5 s)")
         print(summary("raw ZooKeeper set_data round trip", raw))
