@@ -311,6 +311,56 @@ def peak_rss(zk_connect: str, topic: str, n: int, bridge: Bridge, workdir: Path)
     return peak
 
 
+def _measure_codec(
+    stack,
+    args,
+    admin: KafkaAdminClient,
+    bridges: dict[str, Bridge],
+    codec: str,
+    label: str,
+    workdir: Path,
+) -> dict[str, Run]:
+    """One codec: a topic filled once, then per path (gateway, direct) the old producer into
+    a topic of its own and the old consumer reading the filled one."""
+    count = args.mb * 1024 * 1024 // args.message_bytes
+    results: dict[str, Run] = {}
+    topic = f"bench-gw-{codec}-{uuid.uuid4().hex[:6]}"
+    create_topic(admin, topic, PARTITIONS)
+    t0 = time.monotonic()
+    fill(stack.bootstrap_servers, topic, codec, count, args.message_bytes)
+    print(
+        f"{label}: {topic}: {count:,} x {args.message_bytes} B written in "
+        f"{time.monotonic() - t0:.1f} s",
+        flush=True,
+    )
+    for path, b in bridges.items():
+        pids = broker_pids(stack) + ([b.proc.pid] if path == "gateway" else [])
+        boot = ",".join(f"{h}:{p}" for h, p in advertised(stack.zk_connect, b)[:1])
+        target = f"{topic}-p{path}"
+        create_topic(admin, target, PARTITIONS)
+        r = produce(
+            boot,
+            target,
+            codec,
+            count,
+            args.message_bytes,
+            pids,
+            workdir / f"producer-{label}-{codec}-{path}.log",
+        )
+        results[f"produce/{codec}/{path}"] = r
+        print(row(f"{label} produce {codec} {path}", r), flush=True)
+        r = consume(
+            stack.zk_connect + b.chroot,
+            topic,
+            count,
+            pids,
+            workdir / f"consumer-{label}-{codec}-{path}.log",
+        )
+        results[f"{codec}/{path}"] = r
+        print(row(f"{label} {codec} {path}", r), flush=True)
+    return results
+
+
 def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[str, Run]:
     """Fill a topic per codec, then consume it directly (3.9 only) and through the gateway."""
     count = args.mb * 1024 * 1024 // args.message_bytes
@@ -323,40 +373,7 @@ def measure_stack(stack, args, workdir: Path, label: str, direct: bool) -> dict[
         for b in bridges.values():
             advertised(stack.zk_connect, b)
         for codec in args.codecs:
-            topic = f"bench-gw-{codec}-{uuid.uuid4().hex[:6]}"
-            create_topic(admin, topic, PARTITIONS)
-            t0 = time.monotonic()
-            fill(stack.bootstrap_servers, topic, codec, count, args.message_bytes)
-            print(
-                f"{label}: {topic}: {count:,} x {args.message_bytes} B written in "
-                f"{time.monotonic() - t0:.1f} s",
-                flush=True,
-            )
-            for path, b in bridges.items():
-                pids = broker_pids(stack) + ([b.proc.pid] if path == "gateway" else [])
-                boot = ",".join(f"{h}:{p}" for h, p in advertised(stack.zk_connect, b)[:1])
-                target = f"{topic}-p{path}"
-                create_topic(admin, target, PARTITIONS)
-                r = produce(
-                    boot,
-                    target,
-                    codec,
-                    count,
-                    args.message_bytes,
-                    pids,
-                    workdir / f"producer-{label}-{codec}-{path}.log",
-                )
-                results[f"produce/{codec}/{path}"] = r
-                print(row(f"{label} produce {codec} {path}", r), flush=True)
-                r = consume(
-                    stack.zk_connect + b.chroot,
-                    topic,
-                    count,
-                    pids,
-                    workdir / f"consumer-{label}-{codec}-{path}.log",
-                )
-                results[f"{codec}/{path}"] = r
-                print(row(f"{label} {codec} {path}", r), flush=True)
+            results.update(_measure_codec(stack, args, admin, bridges, codec, label, workdir))
         if args.consumers and direct:
             topic = f"bench-gw-rss-{uuid.uuid4().hex[:6]}"
             create_topic(admin, topic, PARTITIONS)

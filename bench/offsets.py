@@ -947,7 +947,7 @@ def _print_targets(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python -m bench.offsets", description=(__doc__ or "").split("\n")[0]
     )
@@ -973,7 +973,31 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--groups, --partitions, --rate and --seconds must be positive")
     if bool(args.zookeeper) != bool(args.bootstrap_server):
         ap.error("give both --zookeeper and --bootstrap-server, or neither")
+    return args
 
+
+def _burst(
+    b: OffsetBench, states: dict[str, NodeState]
+) -> tuple[PhaseResult, tuple[int, int, float, float], int]:
+    """Every offset committed per round for ``--burst-seconds``: the phase's results, the
+    peak (rounds, writes landed, their span, rate) and the transactions of its last writes."""
+    print(f"burst: all {b.G * b.P} offsets per round for {b.args.burst_seconds:.0f} s", flush=True)
+    before = {p: s.version for p, s in states.items()}
+    t_burst = now()
+    rounds = b.burst(b.args.burst_seconds)
+    b.phase("burst")
+    assert b.committer is not None
+    burst, states = b.settle(b.committer.take(), "burst drain")
+    landed = sum(s.version - before.get(p, s.version) for p, s in states.items())
+    firsts = [s.written for ps in b.watch.seen.values() for s in ps if s.written >= t_burst]
+    last = max((s.mtime for s in states.values()), default=t_burst)
+    span = last - min(firsts) if firsts else 0.0
+    peak = (rounds, landed, span, landed / span if span > 0 else 0.0)
+    return burst, peak, len({s.mzxid for s in states.values()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
     pids: dict[str, int] = {"bench": os.getpid()}
     stack = stack_unless_given(args)
     if stack is not None:
@@ -989,21 +1013,7 @@ def main(argv: list[str] | None = None) -> int:
         print("starting the bridge ...", flush=True)
         initial = b.start_bridge()
         sustained, states = b.settle(b.sustained(), "sustained drain")
-
-        print(f"burst: all {nodes} offsets per round for {args.burst_seconds:.0f} s", flush=True)
-        before = {p: s.version for p, s in states.items()}
-        t_burst = now()
-        rounds = b.burst(args.burst_seconds)
-        b.phase("burst")
-        assert b.committer is not None
-        burst, states = b.settle(b.committer.take(), "burst drain")
-        landed = sum(s.version - before.get(p, s.version) for p, s in states.items())
-        firsts = [s.written for ps in b.watch.seen.values() for s in ps if s.written >= t_burst]
-        last = max((s.mtime for s in states.values()), default=t_burst)
-        span = last - min(firsts) if firsts else 0.0
-        peak = (rounds, landed, span, landed / span if span > 0 else 0.0)
-        txns = len({s.mzxid for s in states.values()})
-
+        burst, peak, txns = _burst(b, states)
         loaded_seconds = min(args.raw_seconds, 3.0)
         print(
             f"raw ceiling again under the commit load, bridge paused ~{loaded_seconds + 1:.0f} s",
