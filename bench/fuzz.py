@@ -709,15 +709,9 @@ def _containers(doc: object, out: list) -> list:
     return out
 
 
-def _mutate_json(data: bytes, rng: random.Random, target: Target) -> bytes:
-    """A JSON-aware edit: the document still parses (mostly), with something wrong in it."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        if rng.random() < 0.5:
-            return _mutate_bytes(data, rng, target.seeds)
-        doc = json.loads(rng.choice(target.seeds))
-    op = rng.randrange(10)
+def _edit_json(doc: object, op: int, rng: random.Random, target: Target) -> object:
+    """Edit ``op`` of the parsed document: replace or delete a field or element (0-4),
+    another version (5), an added key or elements (6), another top-level type (7)."""
     nodes = _containers(doc, [])
     if op <= 4 and nodes:  # replace or delete a field / element
         node = rng.choice(nodes)
@@ -749,29 +743,47 @@ def _mutate_json(data: bytes, rng: random.Random, target: Target) -> bytes:
             node.extend([rng.choice(_JSON_VALUES)] * rng.choice((1, 2, 50)))
     elif op == 7:  # another top-level type
         doc = _random_json(rng, target.keys)
+    return doc
+
+
+def _json_text_trick(text: bytes, rng: random.Random, target: Target) -> bytes:
+    """Textual tricks JSON libraries disagree on: a literal json.dumps cannot write, a
+    duplicate key, invalid UTF-8 / BOM / NUL, or a byte-level mutation."""
+    trick = rng.random()
+    if trick < 0.5:
+        # a scalar replaced with a literal json.dumps cannot write
+        spots = [m.span() for m in re.finditer(rb'-?[0-9][0-9.eE+-]*|"[^"\\]*"', text)]
+        if spots:
+            i, j = rng.choice(spots)
+            text = text[:i] + rng.choice(_JSON_TEXT_TRICKS) + text[j:]
+    elif trick < 0.7 and text.startswith(b"{") and len(text) > 2:  # a duplicate key
+        k = rng.choice(target.keys or ("a",))
+        text = b'{"' + k.encode() + b'":1,' + text[1:]
+    elif trick < 0.85:  # invalid UTF-8 / BOM / NUL somewhere
+        i = rng.randint(0, len(text))
+        text = (
+            text[:i] + rng.choice((b"\xff", b"\xed\xa0\x80", b"\xef\xbb\xbf", b"\x00")) + text[i:]
+        )
+    else:
+        text = _mutate_bytes(text, rng, target.seeds)
+    return text
+
+
+def _mutate_json(data: bytes, rng: random.Random, target: Target) -> bytes:
+    """A JSON-aware edit: the document still parses (mostly), with something wrong in it."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        if rng.random() < 0.5:
+            return _mutate_bytes(data, rng, target.seeds)
+        doc = json.loads(rng.choice(target.seeds))
+    op = rng.randrange(10)
+    doc = _edit_json(doc, op, rng, target)
     indent = rng.choice((None, None, None, 0, 1))
     text = json.dumps(doc, indent=indent, ensure_ascii=rng.random() < 0.3)
     text = text.encode("utf-8", "surrogatepass")  # lone surrogates from a \\ud800 input
     if op in (8, 9) or rng.random() < 0.1:  # textual tricks JSON libraries disagree on
-        trick = rng.random()
-        if trick < 0.5:
-            # a scalar replaced with a literal json.dumps cannot write
-            spots = [m.span() for m in re.finditer(rb'-?[0-9][0-9.eE+-]*|"[^"\\]*"', text)]
-            if spots:
-                i, j = rng.choice(spots)
-                text = text[:i] + rng.choice(_JSON_TEXT_TRICKS) + text[j:]
-        elif trick < 0.7 and text.startswith(b"{") and len(text) > 2:  # a duplicate key
-            k = rng.choice(target.keys or ("a",))
-            text = b'{"' + k.encode() + b'":1,' + text[1:]
-        elif trick < 0.85:  # invalid UTF-8 / BOM / NUL somewhere
-            i = rng.randint(0, len(text))
-            text = (
-                text[:i]
-                + rng.choice((b"\xff", b"\xed\xa0\x80", b"\xef\xbb\xbf", b"\x00"))
-                + text[i:]
-            )
-        else:
-            text = _mutate_bytes(text, rng, target.seeds)
+        text = _json_text_trick(text, rng, target)
     return text
 
 
