@@ -114,21 +114,17 @@ def _text_input(parse: Callable[[str], object]) -> Callable[[bytes], object]:
     return run
 
 
-def build_targets() -> dict[str, Target]:
-    """Every decoder with its seeds; imports the decoders (instrumented when under atheris)."""
+def _dumps(doc: object, pretty: bool = False) -> bytes:
+    if pretty:
+        return json.dumps(doc, indent=1, ensure_ascii=True).encode()
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _broker_seeds() -> list[bytes]:
+    """Broker registrations of every version, as Kafka and older brokers wrote them."""
     import zkpaths
-    from bridge.audit import consumer_protocol as cp
-    from bridge.audit import records as rec
-    from bridge.audit.decode import decode_row
-    from bridge.audit.wire import RecordError
-    from zkpaths import CodecError, LegacyFormatError, ZkLayoutError, ZkPathError
 
-    def dumps(doc: object, pretty: bool = False) -> bytes:
-        if pretty:
-            return json.dumps(doc, indent=1, ensure_ascii=True).encode()
-        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
-
-    # -- zookeeper nodes -----------------------------------------------------------------------
+    dumps = _dumps
     brokers = [
         zkpaths.encode_broker(
             zkpaths.BrokerRegistration.from_endpoints(
@@ -175,6 +171,14 @@ def build_targets() -> dict[str, Target]:
             pretty=True,
         ),
     ]
+    return brokers
+
+
+def _zk_json_seeds() -> dict[str, list[bytes]]:
+    """Topic assignments, partition states, controllers and consumer registrations."""
+    import zkpaths
+
+    dumps = _dumps
     topics = [
         zkpaths.encode_topic(
             zkpaths.TopicAssignment(
@@ -216,6 +220,18 @@ def build_targets() -> dict[str, Target]:
         b'{ "pattern":"static", "subscription":{ "t": 1 }, "timestamp":"1", "version":1 }',
         dumps({"version": "1", "subscription": {"a": 1, "b": 2}, "pattern": "white_list"}),
     ]
+    return {
+        "topics": topics,
+        "states": states,
+        "controllers": controllers,
+        "registrations": registrations,
+    }
+
+
+def _zk_name_seeds() -> dict[str, list[bytes]]:
+    """Owners, offsets, epochs, cluster ids and the names of the legacy layout."""
+    import zkpaths
+
     owners = [
         b"group_host-1500000000000-1a2b3c4d-0",
         b"kafka-node-client-3",
@@ -247,78 +263,32 @@ def build_targets() -> dict[str, Target]:
     ]
     endpoints = [b"PLAINTEXT://h:9092", b"SSL://[fe80::1%eth0]:9093", b"internal://:0"]
 
-    # -- __consumer_offsets --------------------------------------------------------------------
-    sub = [
-        cp.encode_subscription(cp.Subscription(("orders", "payments"), None, (), -1, None, 0)),
-        cp.encode_subscription(
-            cp.Subscription(("orders",), b"\x00\x01ud", (("orders", (0, 1)),), -1, None, 1)
-        ),
-        cp.encode_subscription(cp.Subscription(("t",), None, (("t", (2,)),), 7, None, 2)),
-        cp.encode_subscription(cp.Subscription(("t", "u"), b"", (), 9, "rack-1", 3)),
-    ]
-    asg = [
-        cp.encode_assignment(cp.Assignment((("orders", (0, 2)), ("payments", (1,))), None, v))
-        for v in range(4)
-    ] + [cp.encode_assignment(cp.Assignment((), b"user", 1))]
-    keys = (
-        [rec.encode_key(rec.OffsetCommitKey("group-1", "orders", 3, v)) for v in (0, 1)]
-        + [rec.encode_key(rec.GroupMetadataKey("group-1"))]
-        + [struct.pack(">h", v) + b"\x00\x07group-1\x00\x00" for v in (3, 5, 8, 11)]
-    )
-    commits = [
-        rec.encode_value(
-            rec.OffsetCommitValue(
-                1000 + v,
-                "meta" if v % 2 else "",
-                1_700_000_000_000,
-                v,
-                leader_epoch=5 if v >= 3 else -1,
-                expire_timestamp=1_700_000_600_000 if v == 1 else -1,
-                tagged_fields=((0, b"\x01"), (3, b"")) if v == 4 else (),
-            )
-        )
-        for v in range(5)
-    ]
+    return {
+        "owners": owners,
+        "offsets": offsets,
+        "epochs": epochs,
+        "cluster_ids": cluster_ids,
+        "paths": paths,
+        "threads": threads,
+        "consumer_ids": consumer_ids,
+        "mirrored": mirrored,
+        "endpoints": endpoints,
+    }
 
-    def member(v: int, i: int) -> rec.MemberMetadata:
-        return rec.MemberMetadata(
-            f"consumer-{i}-0f3c",
-            f"client-{i}",
-            "/10.0.0.1",
-            10_000,
-            sub[min(v, 3)],
-            asg[min(v, 3)],
-            rebalance_timeout=30_000 if v >= 1 else -1,
-            group_instance_id=("static-1" if i else None) if v >= 3 else None,
-            tagged_fields=((1, b"x"),) if v >= 4 and i else (),
-        )
 
-    groups = [
-        rec.encode_value(
-            rec.GroupMetadataValue(
-                "consumer",
-                7,
-                "range",
-                "consumer-0-0f3c",
-                tuple(member(v, i) for i in range(2)),
-                v,
-                current_state_timestamp=1_700_000_000_000 if v >= 2 else -1,
-                tagged_fields=((2, b"ab"),) if v >= 4 else (),
-            )
-        )
-        for v in range(5)
-    ] + [
-        rec.encode_value(rec.GroupMetadataValue("connect", 0, None, None, (), 3)),
-    ]
-    rows = (
-        [_row_frame(keys[i], commits[v]) for i in (0, 1) for v in range(5)]
-        + [_row_frame(keys[2], g) for g in groups]
-        + [_row_frame(keys[0], None), _row_frame(keys[2], None), _row_frame(keys[3], b"\x00\x00")]
-        + [_row_frame(keys[0], groups[3]), _row_frame(keys[2], commits[3])]
-    )
+def _zk_json_targets() -> list[Target]:
+    """The ZooKeeper nodes' JSON (and the controller epoch) decoders."""
+    import zkpaths
+    from zkpaths import CodecError
 
-    codec, record = (CodecError,), (RecordError,)
-    t = [
+    brokers = _broker_seeds()
+    seeds = _zk_json_seeds()
+    topics, states, controllers = seeds["topics"], seeds["states"], seeds["controllers"]
+    registrations = seeds["registrations"]
+    names = _zk_name_seeds()
+    epochs, cluster_ids = names["epochs"], names["cluster_ids"]
+    codec = (CodecError,)
+    return [
         Target(
             "broker",
             lambda d: zkpaths.decode_broker(1, d),
@@ -380,6 +350,20 @@ def build_targets() -> dict[str, Target]:
             registrations,
             ("version", "subscription", "pattern", "timestamp"),
         ),
+    ]
+
+
+def _zk_text_targets() -> list[Target]:
+    """Owner and offset nodes, and the names of the legacy layout as kazoo hands them over."""
+    import zkpaths
+    from zkpaths import CodecError, LegacyFormatError, ZkLayoutError, ZkPathError
+
+    names = _zk_name_seeds()
+    owners, offsets, paths = names["owners"], names["offsets"], names["paths"]
+    threads, consumer_ids = names["threads"], names["consumer_ids"]
+    mirrored, endpoints = names["mirrored"], names["endpoints"]
+    codec = (CodecError,)
+    return [
         Target("owner", zkpaths.decode_owner, codec, "text", owners),
         Target("offset", zkpaths.decode_offset, codec, "text", offsets),
         # names of the legacy layout, as kazoo hands them over (their errors quote them whole)
@@ -398,6 +382,107 @@ def build_targets() -> dict[str, Target]:
                 ("endpoint", zkpaths.parse_endpoint, ValueError, endpoints),
             )
         ),
+    ]
+
+
+def _protocol_seeds() -> dict[str, list[bytes]]:
+    """Consumer-protocol subscriptions and assignments, offset keys and commit values."""
+    from bridge.audit import consumer_protocol as cp
+    from bridge.audit import records as rec
+
+    sub = [
+        cp.encode_subscription(cp.Subscription(("orders", "payments"), None, (), -1, None, 0)),
+        cp.encode_subscription(
+            cp.Subscription(("orders",), b"\x00\x01ud", (("orders", (0, 1)),), -1, None, 1)
+        ),
+        cp.encode_subscription(cp.Subscription(("t",), None, (("t", (2,)),), 7, None, 2)),
+        cp.encode_subscription(cp.Subscription(("t", "u"), b"", (), 9, "rack-1", 3)),
+    ]
+    asg = [
+        cp.encode_assignment(cp.Assignment((("orders", (0, 2)), ("payments", (1,))), None, v))
+        for v in range(4)
+    ] + [cp.encode_assignment(cp.Assignment((), b"user", 1))]
+    keys = (
+        [rec.encode_key(rec.OffsetCommitKey("group-1", "orders", 3, v)) for v in (0, 1)]
+        + [rec.encode_key(rec.GroupMetadataKey("group-1"))]
+        + [struct.pack(">h", v) + b"\x00\x07group-1\x00\x00" for v in (3, 5, 8, 11)]
+    )
+    commits = [
+        rec.encode_value(
+            rec.OffsetCommitValue(
+                1000 + v,
+                "meta" if v % 2 else "",
+                1_700_000_000_000,
+                v,
+                leader_epoch=5 if v >= 3 else -1,
+                expire_timestamp=1_700_000_600_000 if v == 1 else -1,
+                tagged_fields=((0, b"\x01"), (3, b"")) if v == 4 else (),
+            )
+        )
+        for v in range(5)
+    ]
+
+    return {"sub": sub, "asg": asg, "keys": keys, "commits": commits}
+
+
+def _group_seeds(
+    sub: list[bytes], asg: list[bytes], keys: list[bytes], commits: list[bytes]
+) -> tuple[list[bytes], list[bytes]]:
+    """Group metadata values of every version, and whole audit rows (key and value)."""
+    from bridge.audit import records as rec
+
+    def member(v: int, i: int) -> rec.MemberMetadata:
+        return rec.MemberMetadata(
+            f"consumer-{i}-0f3c",
+            f"client-{i}",
+            "/10.0.0.1",
+            10_000,
+            sub[min(v, 3)],
+            asg[min(v, 3)],
+            rebalance_timeout=30_000 if v >= 1 else -1,
+            group_instance_id=("static-1" if i else None) if v >= 3 else None,
+            tagged_fields=((1, b"x"),) if v >= 4 and i else (),
+        )
+
+    groups = [
+        rec.encode_value(
+            rec.GroupMetadataValue(
+                "consumer",
+                7,
+                "range",
+                "consumer-0-0f3c",
+                tuple(member(v, i) for i in range(2)),
+                v,
+                current_state_timestamp=1_700_000_000_000 if v >= 2 else -1,
+                tagged_fields=((2, b"ab"),) if v >= 4 else (),
+            )
+        )
+        for v in range(5)
+    ] + [
+        rec.encode_value(rec.GroupMetadataValue("connect", 0, None, None, (), 3)),
+    ]
+    rows = (
+        [_row_frame(keys[i], commits[v]) for i in (0, 1) for v in range(5)]
+        + [_row_frame(keys[2], g) for g in groups]
+        + [_row_frame(keys[0], None), _row_frame(keys[2], None), _row_frame(keys[3], b"\x00\x00")]
+        + [_row_frame(keys[0], groups[3]), _row_frame(keys[2], commits[3])]
+    )
+
+    return groups, rows
+
+
+def _offsets_targets() -> list[Target]:
+    """The decoders of __consumer_offsets records, and the audit's per-record decode."""
+    from bridge.audit import consumer_protocol as cp
+    from bridge.audit import records as rec
+    from bridge.audit.decode import decode_row
+    from bridge.audit.wire import RecordError
+
+    seeds = _protocol_seeds()
+    sub, asg, keys, commits = seeds["sub"], seeds["asg"], seeds["keys"], seeds["commits"]
+    groups, rows = _group_seeds(sub, asg, keys, commits)
+    record = (RecordError,)
+    return [
         # __consumer_offsets
         Target("offsets_key", rec.decode_key, record, "binary", keys),
         Target("offset_commit_value", rec.decode_offset_commit_value, record, "binary", commits),
@@ -406,6 +491,15 @@ def build_targets() -> dict[str, Target]:
         Target("assignment", cp.decode_assignment, record, "binary", asg),
         # the audit's whole per-record decode: it contains every RecordError itself
         Target("audit_row", _decode_row_input(decode_row), (), "row", rows),
+    ]
+
+
+def build_targets() -> dict[str, Target]:
+    """Every decoder with its seeds; imports the decoders (instrumented when under atheris)."""
+    t = [
+        *_zk_json_targets(),
+        *_zk_text_targets(),
+        *_offsets_targets(),
         # the legacy gateway's record converters (fetch responses, produce requests)
         *_gateway_targets(),
         _gateway_request_target(),
