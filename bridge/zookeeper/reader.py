@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
-from zkpaths import ConsumerRegistration, TopicPartition
+from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 from zkpaths.dialects import Member, decode_member, pykafka, storm
 from zkpaths.dialects.kafka_node import owner_problem
 from zkpaths.names import topic_problem
@@ -259,13 +259,11 @@ class ConsumerTreeReader:
                 self.report(_problem(path, exc))
         return out
 
-    def offsets_at(
-        self, wanted: Iterable[tuple[str, TopicPartition]]
-    ) -> dict[tuple[str, TopicPartition], OffsetNode]:
-        """The offset nodes of exactly these (group, partition)s, read before writing them;
+    def offsets_at(self, wanted: Iterable[GroupPartition]) -> dict[GroupPartition, OffsetNode]:
+        """The offset nodes of exactly these group partitions, read before writing them;
         absent ones are left out, bad ones are reported and kept with their ``problem``."""
-        paths = {zkpaths.offset_path(g, tp.topic, tp.partition): (g, tp) for g, tp in set(wanted)}
-        out: dict[tuple[str, TopicPartition], OffsetNode] = {}
+        paths = {zkpaths.offset_path(*k): GroupPartition(*k) for k in set(wanted)}
+        out: dict[GroupPartition, OffsetNode] = {}
         for path, (data, stat) in self.pipelined("get", sorted(paths)).items():
             try:
                 out[paths[path]] = OffsetNode(zkpaths.decode_offset(data, path=path), stat.version)

@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from bridge.decide.plan import Create, SetData
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, OffsetNode, log_problem
 from bridge.zookeeper.writer import BatchRejected, Check, OperatorWriter, TooLarge
-from zkpaths import ConsumerRegistration, TopicPartition
+from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 
 pytestmark = pytest.mark.integration
 
@@ -100,11 +100,11 @@ def test_only_the_topics_asked_for_are_read_and_versions_are_kept(zk: KazooClien
 def test_offsets_at_keeps_a_bad_node_with_its_version_for_the_write(zk: KazooClient) -> None:
     _tree(zk, {"/consumers/g/offsets/t/0": b"10", "/consumers/g/offsets/t/1": b"x"})
     reader, seen = _reader(zk)
-    t0, t1, t2 = (TopicPartition("t", p) for p in range(3))
-    got = reader.offsets_at([("g", t0), ("g", t1), ("g", t2)])
-    assert got[("g", t0)] == OffsetNode(10, 0)
-    assert got[("g", t1)].problem is not None and got[("g", t1)].version == 0
-    assert ("g", t2) not in got
+    g0, g1, g2 = (GroupPartition("g", "t", p) for p in range(3))
+    got = reader.offsets_at([g0, g1, g2])
+    assert got[g0] == OffsetNode(10, 0)
+    assert got[g1].problem is not None and got[g1].version == 0
+    assert g2 not in got
     assert [p.path for p in seen] == ["/consumers/g/offsets/t/1"]
 
 

@@ -60,10 +60,10 @@ def read_zk_keys(zk: KazooClient, keys: Iterable[Key]) -> dict[Key, ZkOffset]:
     from bridge.zookeeper.reader import ConsumerTreeReader
 
     reader = ConsumerTreeReader(zk, report=lambda _problem: None)  # shown in the plan
-    nodes = reader.offsets_at((k.group, k.tp) for k in keys)
+    nodes = reader.offsets_at(keys)
     return {
-        GroupPartition(g, *tp): ZkOffset(n.version, None if n.offset < 0 else n.offset, n.problem)
-        for (g, tp), n in nodes.items()
+        k: ZkOffset(n.version, None if n.offset < 0 else n.offset, n.problem)
+        for k, n in nodes.items()
     }
 
 
