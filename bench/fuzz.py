@@ -277,16 +277,13 @@ def _zk_name_seeds() -> dict[str, list[bytes]]:
 
 
 def _zk_json_targets() -> list[Target]:
-    """The ZooKeeper nodes' JSON (and the controller epoch) decoders."""
+    """The registry's JSON decoders: brokers, topics and partition states."""
     import zkpaths
     from zkpaths import CodecError
 
     brokers = _broker_seeds()
     seeds = _zk_json_seeds()
-    topics, states, controllers = seeds["topics"], seeds["states"], seeds["controllers"]
-    registrations = seeds["registrations"]
-    names = _zk_name_seeds()
-    epochs, cluster_ids = names["epochs"], names["cluster_ids"]
+    topics, states = seeds["topics"], seeds["states"]
     codec = (CodecError,)
     return [
         Target(
@@ -330,6 +327,20 @@ def _zk_json_targets() -> list[Target]:
                 "leader_recovery_state",
             ),
         ),
+    ]
+
+
+def _zk_controller_targets() -> list[Target]:
+    """The controller, its epoch, the cluster id and old consumers' registrations."""
+    import zkpaths
+    from zkpaths import CodecError
+
+    seeds = _zk_json_seeds()
+    controllers, registrations = seeds["controllers"], seeds["registrations"]
+    names = _zk_name_seeds()
+    epochs, cluster_ids = names["epochs"], names["cluster_ids"]
+    codec = (CodecError,)
+    return [
         Target(
             "controller",
             zkpaths.decode_controller,
@@ -498,6 +509,7 @@ def build_targets() -> dict[str, Target]:
     """Every decoder with its seeds; imports the decoders (instrumented when under atheris)."""
     t = [
         *_zk_json_targets(),
+        *_zk_controller_targets(),
         *_zk_text_targets(),
         *_offsets_targets(),
         # the legacy gateway's record converters (fetch responses, produce requests)
