@@ -26,7 +26,8 @@ from bridge.decide.plan import Desired, Node
 from zkpaths.dialects import PYKAFKA, Member
 
 
-def _some(names: Iterable[str], limit: int = 3) -> str:
+def some(names: Iterable[str], limit: int = 3) -> str:
+    """At most ``limit`` names, sorted, and how many more there are: for refusal lines."""
     names = sorted(names)
     more = f" and {len(names) - limit} more" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more
@@ -51,7 +52,7 @@ def pykafka_refusal(
     others = sorted(c for c, m in members.items() if m.dialect != PYKAFKA)
     why = []
     if kafka_clients:
-        clients = _some(f"{m} (client {c})" for m, c in kafka_clients.items())
+        clients = some(f"{m} (client {c})" for m, c in kafka_clients.items())
         why.append(
             f"Kafka group members {clients}: pykafka balances only among /ids nodes holding "
             "its topic name and never sees them, and Kafka refuses pykafka's offset commits "
@@ -59,14 +60,14 @@ def pykafka_refusal(
         )
     if others:
         why.append(
-            f"old ZooKeeper consumers {_some(others)}: they cannot parse pykafka's "
+            f"old ZooKeeper consumers {some(others)}: they cannot parse pykafka's "
             "registration (a bare topic name, not JSON), and they claim owners/<t>/<p> where "
             "pykafka claims owners/<t>/<leader>-<p>, so neither sees the other's claims"
         )
     if not why:
         return None
     return (
-        f"group {group} not bridged: pykafka BalancedConsumers ({_some(pyk)}) share it with "
+        f"group {group} not bridged: pykafka BalancedConsumers ({some(pyk)}) share it with "
         + "; and with ".join(why)
         + ". Both sides would fetch the same partitions (I1), so the bridge stands aside: "
         "it removes its own member and owner nodes of this group, writes nothing else into it "
@@ -102,7 +103,7 @@ def pykafka_step_problem(
     if target == "kafka":
         return None
     return (
-        f"pykafka BalancedConsumers ({_some(pyk)}) read and commit their offsets in Kafka "
+        f"pykafka BalancedConsumers ({some(pyk)}) read and commit their offsets in Kafka "
         f"only and never read ZooKeeper's: in mode {target} the bridge would treat "
         "ZooKeeper offsets no consumer of this group reads or writes as the truth; the "
         "group stays in mode kafka"

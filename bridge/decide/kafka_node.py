@@ -23,18 +23,13 @@ line says so. The line names the group, who is mixed, and why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
+from bridge.decide.dialects import some
 from bridge.decide.handover import is_proxy, range_assignment
 from bridge.kafka.views import KafkaMember
 from zkpaths import TopicPartition
 from zkpaths.dialects import KAFKA_NODE, Member
-
-
-def _some(names: Iterable[str], limit: int = 3) -> str:
-    names = sorted(names)
-    more = f" and {len(names) - limit} more" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
 
 
 def kafka_node_members(members: Mapping[str, Member]) -> list[str]:
@@ -56,7 +51,7 @@ def kafka_node_refusal(
     others = sorted(c for c, m in members.items() if m.dialect != KAFKA_NODE)
     why = []
     if kafka_clients:
-        clients = _some(f"{m} (client {c})" for m, c in kafka_clients.items())
+        clients = some(f"{m} (client {c})" for m, c in kafka_clients.items())
         why.append(
             f"Kafka members {clients}: a HighLevelConsumer delivers the messages of a fetch "
             "still in flight after it released its partitions in ZooKeeper, so no hand-over "
@@ -65,14 +60,14 @@ def kafka_node_refusal(
         )
     if others:
         why.append(
-            f"{members[others[0]].dialect} consumers {_some(others)}: kafka-node counts one "
+            f"{members[others[0]].dialect} consumers {some(others)}: kafka-node counts one "
             "consumer where they count each stream and owns partitions without the -<n> "
             "thread suffix, so the two compute different ranges over the same /ids"
         )
     if not why:
         return None
     return (
-        f"group {group}: refusing to mix kafka-node HighLevelConsumers ({_some(hlc)}) with "
+        f"group {group}: refusing to mix kafka-node HighLevelConsumers ({some(hlc)}) with "
         + "; and with ".join(why)
         + ". Nothing is mirrored into the group; run one kind of consumer per group "
         "(docs/coexistence.md#kafka-node)"
