@@ -196,7 +196,7 @@ def _spout_state(
             for p in a["partitions"]:
                 kafka_owners[TopicPartition(a["topic"], p)] = m["member_id"]
     try:
-        kafka_offsets = {TopicPartition(*k): o for k, o in group_offsets(admin, group).items()}
+        kafka_offsets = group_offsets(admin, group)
     except KafkaError:
         kafka_offsets = {}
     zk_offsets = {tp: n.data.offset for tp, n in nodes.items() if n.data is not None}

@@ -83,7 +83,7 @@ def kafka_node_step_problem(members: Mapping[str, Member], target: str) -> str |
     if not hlc or target != "kafka":
         return None
     return (
-        f"kafka-node HighLevelConsumers ({_some(hlc)}) commit with OffsetCommit v0, kept in "
+        f"kafka-node HighLevelConsumers ({some(hlc)}) commit with OffsetCommit v0, kept in "
         "ZooKeeper only: in mode kafka their commits would never reach the store the bridge "
         "treats as the truth; the group stays in mode zookeeper or dual until they are replaced"
     )
