@@ -197,7 +197,14 @@ class ProxyMember(BaseCoordinator):
             max_version=5,
         )
         sent = time.monotonic()
-        sync_response = await self._manager.send(sync, node_id=self.coordinator_id)
+        # the coordinator answers a follower's SyncGroup only once the leader's arrives, which
+        # the leader gate may hold up to coexistence.max_hold_s: with the client's request
+        # timeout (10 s) it timed out first, the proxy rejoined and the group churned
+        sync_response = await self._manager.send(
+            sync,
+            node_id=self.coordinator_id,
+            request_timeout_ms=self.config["max_poll_interval_ms"] + 5000,
+        )
         return self._process_sync_group_response(sync_response, sent)
 
     # ---- life cycle ------------------------------------------------------------------------
