@@ -129,48 +129,16 @@ def registration_data(topics: tuple[str, ...], current: Node | None, now_ms: int
     return zkpaths.encode_consumer_registration(reg)
 
 
-def decide_group(
+def _members(
+    decision: GroupDecision,
     group: GroupView,
     current: Mapping[str, Node],
-    owned: AbstractSet[str],
-    legacy_ids: list[str],
     partitions: Mapping[str, int],
     now_ms: int,
-) -> GroupDecision:
-    """The ``/consumers/<g>`` tree for ``group``.
-
-    ``legacy_ids`` are the consumer ids currently under ``/ids`` that the bridge did not
-    write; ``partitions`` maps each existing topic to its partition count.
-    """
-    g = group.group_id
-    decision = GroupDecision(g)
-    if group.error:
-        decision.skipped = f"could not read the group from Kafka ({group.error})"
-    elif group.protocol_type not in ("consumer", ""):
-        decision.skipped = f"protocol type {group.protocol_type!r} is not 'consumer'"
-    elif legacy_ids:
-        decision.skipped = (
-            f"old ZooKeeper consumers are registered ({', '.join(sorted(legacy_ids)[:3])}"
-            f"{'...' if len(legacy_ids) > 3 else ''}); the group is left to coexistence"
-        )
-    elif not settled(group):
-        decision.waiting = True
-    if legacy_ids and not group.error:
-        # stand aside without breaking the old consumers: our member and owner nodes would
-        # block their claims, so they go; mirrored offsets stay
-        decision.desired = keep_offsets(g, current, owned)
-        return decision
-    if decision.skipped or decision.waiting:
-        decision.desired = frozen(g, current, owned)
-        return decision
-    try:
-        zkpaths.consumer_group_path(g)
-    except zkpaths.ZkPathError as exc:
-        decision.skipped = f"group id cannot be a znode name: {exc}"
-        return decision
-
-    d = decision.desired
-    d.update(structural(g))
+) -> dict[TopicPartition, str]:
+    """Each member's registration under ``/ids`` into ``decision``; the owner thread of
+    each assigned partition (a partition assigned twice or gone is a problem, not owned)."""
+    g, d = group.group_id, decision.desired
     owners: dict[TopicPartition, str] = {}
     for m in group.members:
         if m.topics is None:
@@ -195,9 +163,12 @@ def decide_group(
                     decision.problems.append(f"{topic}-{p} assigned to two members")
                 else:
                     owners[TopicPartition(topic, p)] = thread
-    for (topic, p), thread in owners.items():
-        d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
-        d[zkpaths.owner_path(g, topic, p)] = Desired(zkpaths.encode_owner(thread), ephemeral=True)
+    return owners
+
+
+def _offsets(decision: GroupDecision, group: GroupView, partitions: Mapping[str, int]) -> None:
+    """The group's committed offsets as data, with the directories they and lag tools need."""
+    g, d = group.group_id, decision.desired
     for tp, offset in group.offsets.items():
         topic = tp.topic
         if topic not in partitions:
@@ -208,6 +179,59 @@ def decide_group(
         # old consumers left owners/<t> behind when they stopped, and lag tools list a
         # group's topics from there: an idle group keeps it while it has offsets for t
         d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
+
+
+def _set_aside(decision: GroupDecision, group: GroupView, legacy_ids: list[str]) -> None:
+    """Why the group is not mirrored as it is now (``skipped``), or that it is settling."""
+    if group.error:
+        decision.skipped = f"could not read the group from Kafka ({group.error})"
+    elif group.protocol_type not in ("consumer", ""):
+        decision.skipped = f"protocol type {group.protocol_type!r} is not 'consumer'"
+    elif legacy_ids:
+        decision.skipped = (
+            f"old ZooKeeper consumers are registered ({', '.join(sorted(legacy_ids)[:3])}"
+            f"{'...' if len(legacy_ids) > 3 else ''}); the group is left to coexistence"
+        )
+    elif not settled(group):
+        decision.waiting = True
+
+
+def decide_group(
+    group: GroupView,
+    current: Mapping[str, Node],
+    owned: AbstractSet[str],
+    legacy_ids: list[str],
+    partitions: Mapping[str, int],
+    now_ms: int,
+) -> GroupDecision:
+    """The ``/consumers/<g>`` tree for ``group``.
+
+    ``legacy_ids`` are the consumer ids currently under ``/ids`` that the bridge did not
+    write; ``partitions`` maps each existing topic to its partition count.
+    """
+    g = group.group_id
+    decision = GroupDecision(g)
+    _set_aside(decision, group, legacy_ids)
+    if legacy_ids and not group.error:
+        # stand aside without breaking the old consumers: our member and owner nodes would
+        # block their claims, so they go; mirrored offsets stay
+        decision.desired = keep_offsets(g, current, owned)
+        return decision
+    if decision.skipped or decision.waiting:
+        decision.desired = frozen(g, current, owned)
+        return decision
+    try:
+        zkpaths.consumer_group_path(g)
+    except zkpaths.ZkPathError as exc:
+        decision.skipped = f"group id cannot be a znode name: {exc}"
+        return decision
+    d = decision.desired
+    d.update(structural(g))
+    owners = _members(decision, group, current, partitions, now_ms)
+    for (topic, p), thread in owners.items():
+        d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)
+        d[zkpaths.owner_path(g, topic, p)] = Desired(zkpaths.encode_owner(thread), ephemeral=True)
+    _offsets(decision, group, partitions)
     return decision
 
 
