@@ -8,6 +8,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from kafka import KafkaAdminClient
@@ -22,6 +23,7 @@ from bridge.decide.groups import next_gen_refusal
 from bridge.decide.kafka_node import kafka_node_step_problem
 from bridge.decide.migration import (
     GateResult,
+    GroupRecord,
     GroupSnapshot,
     Offsets,
     StepRefused,
@@ -33,6 +35,7 @@ from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import describe_group, describe_groups, group_offsets, list_groups
 from bridge.kafka.offsets import log_ends
 from bridge.kafka.proxy import PROXY_CLIENT_ID
+from bridge.kafka.views import GroupView
 from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from bridge.zookeeper.records import read_records, write_step
@@ -98,21 +101,11 @@ def _threads(member: Member) -> dict[str, tuple[str, ...]]:
         return {}
 
 
-def read_state(
-    zk: KazooClient,
-    admin: KafkaAdminClient,
-    group: str,
-    mode: str,
-    spout: StormSpout | None = None,
-    group_type: str | None = None,
-) -> GroupState:
-    """Both worlds' view of ``group``; for a storm spout's group (``spout``), its
-    ZooKeeper store is the spout's own partition nodes and it has no old threads.
-    ``group_type``: ListGroups' type of the group, if known (a group of the other type is
-    described again with the other API either way)."""
-    reader = ConsumerTreeReader(zk)
-    if spout is not None:
-        return _spout_state(reader, admin, group, mode, spout)
+def _zk_members(
+    reader: ConsumerTreeReader, group: str
+) -> tuple[dict[str, Member], set[str], dict[str, tuple[str, ...]]]:
+    """The group's ZooKeeper consumers that are not the bridge's mirror (by id), the
+    mirrored members' ids, and each old consumer thread's topics."""
     old: dict[str, tuple[str, ...]] = {}
     mirrored: set[str] = set()
     real: list[str] = []
@@ -135,14 +128,14 @@ def read_state(
         for topic, threads in per_topic.items():
             for t in threads:
                 old[t] = (*old.get(t, ()), topic)
-    every_topic: dict[str, None] = {group: None}
-    zk_offsets = {tp: n.offset for tp, n in reader.offsets(every_topic)[group].items()}
-    zk_owners = reader.owners(every_topic)[group]
-    pyk_owners = {}
-    if any(m.registration is None for m in members.values()):
-        counts = partition_counts(admin)
-        pyk_owners = {tp: o.consumer_id for tp, o in reader.pykafka_owners(group, counts).items()}
-    view = describe_groups(admin, [group], {group: group_type} if group_type else None)[group]
+    return members, mirrored, old
+
+
+def _kafka_members(
+    view: GroupView, old: Mapping[str, tuple[str, ...]]
+) -> tuple[set[str], dict[str, str], dict[TopicPartition, str]]:
+    """The Kafka members that are proxies of old threads, the new ones (member id ->
+    client id), and who owns each partition, spelled as the legacy layout shows it."""
     proxies: set[str] = set()
     new: dict[str, str] = {}
     kafka_owners: dict[TopicPartition, str] = {}
@@ -153,11 +146,39 @@ def read_state(
             spelled = iid
         else:
             new[m.member_id] = m.client_id
-            spelled = zkpaths.mirrored_thread_id(group, m.member_id, iid)
+            spelled = zkpaths.mirrored_thread_id(view.group_id, m.member_id, iid)
         # a consumer-type group's current assignment: what each member owns now
         for topic, parts in (m.assignment or {}).items():
             for p in parts:
                 kafka_owners[TopicPartition(topic, p)] = spelled
+    return proxies, new, kafka_owners
+
+
+def read_state(
+    zk: KazooClient,
+    admin: KafkaAdminClient,
+    group: str,
+    mode: str,
+    spout: StormSpout | None = None,
+    group_type: str | None = None,
+) -> GroupState:
+    """Both worlds' view of ``group``; for a storm spout's group (``spout``), its
+    ZooKeeper store is the spout's own partition nodes and it has no old threads.
+    ``group_type``: ListGroups' type of the group, if known (a group of the other type is
+    described again with the other API either way)."""
+    reader = ConsumerTreeReader(zk)
+    if spout is not None:
+        return _spout_state(reader, admin, group, mode, spout)
+    members, mirrored, old = _zk_members(reader, group)
+    every_topic: dict[str, None] = {group: None}
+    zk_offsets = {tp: n.offset for tp, n in reader.offsets(every_topic)[group].items()}
+    zk_owners = reader.owners(every_topic)[group]
+    pyk_owners = {}
+    if any(m.registration is None for m in members.values()):
+        counts = partition_counts(admin)
+        pyk_owners = {tp: o.consumer_id for tp, o in reader.pykafka_owners(group, counts).items()}
+    view = describe_groups(admin, [group], {group: group_type} if group_type else None)[group]
+    proxies, new, kafka_owners = _kafka_members(view, old)
     try:
         kafka_offsets = group_offsets(admin, group)
     except KafkaError:  # a group unknown to Kafka has no offsets there
@@ -395,13 +416,79 @@ def _spout_gate(zk: KazooClient, spout: StormSpout) -> GateResult:
     return GateResult("spout offsets readable", not problems, tuple(map(str, problems)))
 
 
+def _migrate_one(
+    settings: Settings,
+    zk: KazooClient,
+    admin: KafkaAdminClient,
+    records: Mapping[str, tuple[GroupRecord, int]],
+    g: str,
+    target: StorageMode,
+    args: argparse.Namespace,
+) -> dict:
+    """One group's step to ``target``: refused, only evaluated (dry run), or written with
+    its gates behind the record's version."""
+    root = settings.bridge.root
+    if g not in records:
+        return {
+            "group": g,
+            "ok": False,
+            "from": None,
+            "to": target.value,
+            "why": "the bridge has not seen this group (is it running?)",
+        }
+    record, version = records[g]
+    try:
+        check_step(record.mode, target)
+    except StepRefused as exc:
+        return {
+            "group": g,
+            "ok": False,
+            "from": record.mode.value,
+            "to": target.value,
+            "why": str(exc),
+        }
+    spout = spout_of(settings, g)
+    results, _ = evaluate(zk, admin, root, g, record.mode.value, args, spout)
+    row = {
+        "group": g,
+        "from": record.mode.value,
+        "to": target.value,
+        "gates": [asdict(r) for r in results],
+    }
+    if args.dry_run:
+        row.update(ok=all(r.ok for r in results), why="dry run: nothing changed")
+        return row
+    try:
+        record.step(target, args.by, int(time.time() * 1000), results)
+        write_step(OperatorWriter(zk), root, g, record, version)
+        row.update(ok=True, why="done")
+    except StepRefused as exc:
+        row.update(ok=False, why=f"refused: {exc}")
+    except BatchRejected:
+        row.update(ok=False, why="the record changed meanwhile; run the step again")
+    return row
+
+
+def _print_outcome(outcome: list[dict], output: str) -> None:
+    if output == "json":
+        print(json.dumps(outcome, indent=2))
+        return
+    for row in outcome:
+        status = "OK" if row["ok"] else "REFUSED"
+        print(f"{row['group']}: {row.get('from')} -> {row['to']}: {status} ({row['why']})")
+        for gate in row.get("gates", []):
+            mark = "pass" if gate["ok"] else "FAIL"
+            print(f"  [{mark}] {gate['name']}")
+            for detail in gate["details"][:20]:
+                print(f"         {detail}")
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     settings, zk, admin = _open(args)
-    root = settings.bridge.root
     target = StorageMode(args.to)
     outcome: list[dict] = []
     try:
-        records = read_records(zk, root)
+        records = read_records(zk, settings.bridge.root)
         if args.all or args.pattern:
             rx = re.compile(args.pattern or ".*")
             groups = sorted(g for g in records if rx.fullmatch(g))
@@ -415,65 +502,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         for g in bar:
-            if g not in records:
-                outcome.append(
-                    {
-                        "group": g,
-                        "ok": False,
-                        "from": None,
-                        "to": target.value,
-                        "why": "the bridge has not seen this group (is it running?)",
-                    }
-                )
-                continue
-            record, version = records[g]
-            try:
-                check_step(record.mode, target)
-            except StepRefused as exc:
-                outcome.append(
-                    {
-                        "group": g,
-                        "ok": False,
-                        "from": record.mode.value,
-                        "to": target.value,
-                        "why": str(exc),
-                    }
-                )
-                continue
-            spout = spout_of(settings, g)
-            results, _ = evaluate(zk, admin, root, g, record.mode.value, args, spout)
-            row = {
-                "group": g,
-                "from": record.mode.value,
-                "to": target.value,
-                "gates": [asdict(r) for r in results],
-            }
-            if args.dry_run:
-                row.update(ok=all(r.ok for r in results), why="dry run: nothing changed")
-            else:
-                try:
-                    record.step(target, args.by, int(time.time() * 1000), results)
-                    write_step(OperatorWriter(zk), root, g, record, version)
-                    row.update(ok=True, why="done")
-                except StepRefused as exc:
-                    row.update(ok=False, why=f"refused: {exc}")
-                except BatchRejected:
-                    row.update(ok=False, why="the record changed meanwhile; run the step again")
-            outcome.append(row)
+            outcome.append(_migrate_one(settings, zk, admin, records, g, target, args))
     finally:
         zk.stop()
         admin.close()
-    if args.output == "json":
-        print(json.dumps(outcome, indent=2))
-    else:
-        for row in outcome:
-            status = "OK" if row["ok"] else "REFUSED"
-            print(f"{row['group']}: {row.get('from')} -> {row['to']}: {status} ({row['why']})")
-            for gate in row.get("gates", []):
-                mark = "pass" if gate["ok"] else "FAIL"
-                print(f"  [{mark}] {gate['name']}")
-                for detail in gate["details"][:20]:
-                    print(f"         {detail}")
+    _print_outcome(outcome, args.output)
     return 0 if all(r["ok"] for r in outcome) else 1
 
 
