@@ -286,7 +286,31 @@ class Devstack:
             if not self.alive(f"kafka-{node}"):
                 self._start_kafka(node, classpath)
         self.state.save(self.state_file)
+        deadline = time.monotonic() + timeout
         self.wait_healthy(timeout)
+        self.wait_internal_topics(max(deadline - time.monotonic(), 30.0))
+
+    def wait_internal_topics(self, timeout: float = 120.0) -> None:
+        """Block until a group coordinator and a transaction coordinator answer. A fresh
+        cluster creates ``__consumer_offsets`` and ``__transaction_state`` (50 partitions
+        each) on their first use, and until then answers COORDINATOR_NOT_AVAILABLE: seen
+        as a first command's or test's failure on a loaded machine, not as a stack still
+        starting. Cheap once the topics exist."""
+        from kafka.errors import KafkaError
+
+        servers = self.bootstrap_servers.split(",")
+        deadline = time.monotonic() + timeout
+        for what, ask in (("group", _ask_group_coordinator), ("transaction", _init_txn)):
+            while True:
+                try:
+                    ask(servers)
+                    break
+                except KafkaError as exc:
+                    if time.monotonic() > deadline:
+                        raise StackError(
+                            f"no {what} coordinator answered within {timeout:.0f}s: {exc}"
+                        ) from None
+                time.sleep(1.0)
 
     def down(self, timeout: float = 30.0) -> list[str]:
         """Stop the processes this stack started (and only those); return their names."""
@@ -660,6 +684,28 @@ class Devstack:
         yield "zookeeper"
         for node in KAFKA_NODES:
             yield f"kafka-{node}"
+
+
+def _ask_group_coordinator(servers: list[str]) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    try:
+        admin.list_group_offsets("kzb-devstack-warm-up")
+    finally:
+        admin.close()
+
+
+def _init_txn(servers: list[str]) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=servers, transactional_id="kzb-devstack-warm-up", max_block_ms=10_000
+    )
+    try:
+        producer.init_transactions()
+    finally:
+        producer.close(timeout=5)
 
 
 def private_stack(prefix: str = "kzb-stack-", kafka_version: str | None = None) -> Devstack:

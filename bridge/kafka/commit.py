@@ -38,9 +38,12 @@ class OffsetCommitter:
         client_options: dict,
         transactional_id: str,
         visible_within_s: float = 10.0,
+        transaction_s: float | None = None,
     ) -> None:
-        """``visible_within_s``: how long a commit waits for OffsetFetch to show it."""
+        """``visible_within_s``: how long a commit waits for OffsetFetch to show it;
+        ``transaction_s``: the bound of one transaction (default: one admin call's)."""
         self.admin = admin
+        self.transaction_s = transaction_s or bound_s(admin)
         self.client_options = client_options
         self.transactional_id = transactional_id
         self.visible_within_s = visible_within_s
@@ -67,7 +70,7 @@ class OffsetCommitter:
             raise KafkaCallTimeout("the previous offset transaction has not finished yet")
         self._unfinished = None
         try:
-            bounded("TxnOffsetCommit", self._transact, per_group, timeout_s=bound_s(self.admin))
+            bounded("TxnOffsetCommit", self._transact, per_group, timeout_s=self.transaction_s)
         except KafkaCallTimeout as exc:
             self._unfinished = exc.pending
             raise
@@ -84,7 +87,7 @@ class OffsetCommitter:
         if self._producer is None:
             self._producer = KafkaProducer(
                 transactional_id=self.transactional_id,
-                max_block_ms=int(bound_s(self.admin) * 1000),
+                max_block_ms=int(self.transaction_s * 1000),
                 **self.client_options,
             )
             self._producer.init_transactions()

@@ -24,6 +24,11 @@ if TYPE_CHECKING:  # kafka-python takes ~0.1 s to import: not for every ``zk-bri
 #: one id for every offsets tool run, so two concurrent runs fence each other in Kafka
 TRANSACTIONAL_ID = "kafka-zk-bridge-offsets"
 KAFKA_VISIBLE_S = 30.0
+#: one transaction's bound, longer than a reachability check (``COMMAND_WAIT_S``): the first
+#: transaction of a cluster creates ``__transaction_state`` (50 partitions) before it is
+#: answered, which took over 5 s on a loaded three-broker cluster; the servers already
+#: answered by then, so a longer wait here is not a wait on an unreachable one
+TRANSACTION_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,11 @@ def write_kafka(settings: Settings, admin: KafkaAdminClient, targets: Mapping[Ke
     for key, o in targets.items():
         per_group.setdefault(key.group, {})[key.tp] = o
     committer = OffsetCommitter(
-        admin, settings.kafka.client_options(), TRANSACTIONAL_ID, KAFKA_VISIBLE_S
+        admin,
+        settings.kafka.client_options(),
+        TRANSACTIONAL_ID,
+        KAFKA_VISIBLE_S,
+        transaction_s=TRANSACTION_S,
     )
     try:
         late = committer.commit_groups(per_group, "command", exact=True)
