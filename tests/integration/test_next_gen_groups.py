@@ -107,6 +107,9 @@ def test_consumer_groups_read_as_the_consumers_see_them(stack, chroot, admin, to
     old = start(stack, classic, topic, tmp_path, "cl-1", protocol="classic")
     try:
         view = settled(admin, group, [c1, c2])
+        # the control group once its member joined (before, the group exists without a
+        # protocol type: Kafka creates it at the first JoinGroup, answered MEMBER_ID_REQUIRED)
+        wait_for(lambda: old.owned() and old.owned().partitions, 120, what="classic member")
         wait_for(lambda: len(c1.messages) + len(c2.messages) >= 60, 60, what="60 consumed")
         listed = wait_for(lambda: (x := list_groups(admin)).get(classic) and x, 60, what="listed")
         assert (listed[group].group_type, listed[group].protocol_type) == (CONSUMER, "consumer")
