@@ -52,8 +52,10 @@ from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
-#: groups reconciled per tick after a full read with a follower: the first are written
+#: after a full read with a follower, a tick reconciles groups holding about this many
+#: committed offsets (at most PAGE_GROUPS groups, at least one): the first are written
 #: within a tick or two of the read, not after the last group's nodes were read
+PAGE_OFFSETS = 2000
 PAGE_GROUPS = 200
 #: seconds between two progress lines of a paged reconcile
 PROGRESS_EVERY_S = 5.0
@@ -128,6 +130,10 @@ class GroupMirrorFlow:
         #: after a full read with a follower: the groups still to reconcile, page by page
         self._pages: list[list[str]] | None = None
         self._paging: tuple[float, int, float] = (0.0, 0, 0.0)  # started, total, logged
+        #: groups naming a topic not (yet) in the picture's topics: decided every tick
+        self._topic_unknown: set[str] = set()
+        #: each group's type as last listed (classic, consumer), for describing it again
+        self._types: dict[str, str] = {}
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -167,13 +173,16 @@ class GroupMirrorFlow:
         return pic
 
     def _follows(self) -> bool:
-        """Whether the follower follows; it starts once a full read found the topic (which
-        exists once a group asked for its coordinator), and that read is made again after
-        it started, so what was committed before its start is read too."""
+        """Whether the follower follows; it starts once the topic exists (once a group asked
+        for its coordinator), and the full read is made after it started, so what was
+        committed before its start is read too."""
         assert self.follower is not None
         if self.follower.assigned:
             return True
-        count = self._picture.partitions.get(OFFSETS_TOPIC) if self._picture else None
+        if self._picture is not None:
+            count = self._picture.partitions.get(OFFSETS_TOPIC)
+        else:  # at start: asked now, so that the very first full read is paged already
+            count = partition_counts(self.admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC)
         if not count:
             return False
         self.follower.assign(count)  # from the log's end, fixed before the full read below
@@ -197,6 +206,12 @@ class GroupMirrorFlow:
                 self._reread_now = set(fresh.kinds)
             pic = fresh
         else:
+            if time.monotonic() - pic.read_at >= self.full_interval_s:
+                # ListGroups is cheap (a call per broker) and answers per coordinator: a
+                # group a full read's listing missed, or one gone, is read again
+                listed = list_groups(self.admin)
+                self._types.update({g: x.group_type for g, x in listed.items()})
+                self.dirty |= set(listed) ^ set(pic.kinds)
             pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
         self._picture = pic
         return pic
@@ -205,6 +220,7 @@ class GroupMirrorFlow:
         """Every group listed and described (each with the API of its type), with its
         offsets, and the topics."""
         listed = list_groups(self.admin)
+        self._types = {g: x.group_type for g, x in listed.items()}
         kinds = {g: x.protocol_type for g, x in listed.items()}
         wanted = sorted(g for g in kinds if self.filter(g))
         # protocol type "" is a group that only commits offsets (assign() + commit)
@@ -245,7 +261,8 @@ class GroupMirrorFlow:
         just before a deletion and fetched just after, it would look alive without offsets
         (and lose its ``owners/<t>``); read again, it is Dead (Kafka marks a group Dead
         before removing its offsets), or it really lost those offsets."""
-        views = read_groups(self.admin, groups)
+        types = {g: self._types[g] for g in groups if g in self._types}
+        views = read_groups(self.admin, groups, types)
         again = [
             g
             for g, v in views.items()
@@ -254,7 +271,7 @@ class GroupMirrorFlow:
             and g in before
             and set(before[g].offsets) - set(v.offsets)
         ]
-        return {**views, **read_groups(self.admin, again)} if again else views
+        return {**views, **read_groups(self.admin, again, types)} if again else views
 
     def tick(self) -> int:
         # sync requests are answered at the end of the tick that began after them, so a
@@ -416,24 +433,29 @@ class GroupMirrorFlow:
         active |= {g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA}
         if self.coexist is not None:
             active |= self.coexist.groups()
-        return active | self._next_page(set(wanted) | set(zk_groups) | mirrored)
+        sizes = {g: len(v.offsets) for g, v in pic.views.items()}
+        active |= self._next_page(set(wanted) | set(zk_groups) | mirrored, sizes)
+        # a topic created a moment ago may not be in the topics read yet: such a group is
+        # decided again each tick until it is (topics are read every full_interval_s)
+        self._topic_unknown = {
+            g for g in self._topic_unknown | active if _unknown_topics(pic.views.get(g), pic)
+        }
+        return active | self._topic_unknown
 
-    def _next_page(self, groups: set[str]) -> set[str]:
-        """After a full read: the next ``PAGE_GROUPS`` groups, with a progress line."""
+    def _next_page(self, groups: set[str], sizes: dict[str, int]) -> set[str]:
+        """After a full read: the next page of groups (see ``PAGE_OFFSETS``), with a
+        progress line every ``PROGRESS_EVERY_S``."""
         if self._pages is None:
             return set()
         now = time.monotonic()
         if not self._pages and not self._paging[1]:  # a full read just happened
-            ordered = sorted(groups)
-            self._pages = [
-                ordered[i : i + PAGE_GROUPS] for i in range(0, len(ordered), PAGE_GROUPS)
-            ]
-            self._paging = (now, len(ordered), now)
+            self._pages = _pages(sorted(groups), sizes)
+            self._paging = (now, len(groups), now)
         started, total, logged = self._paging
         page = self._pages.pop(0) if self._pages else []
         left = sum(len(p) for p in self._pages)
         if not self._pages:
-            if total > PAGE_GROUPS:
+            if started < now:
                 log.info("reconciled %d groups in %.1f s", total, now - started)
             self._pages, self._paging = None, (0.0, 0, 0.0)
         elif now - logged >= PROGRESS_EVERY_S:
@@ -612,6 +634,32 @@ class GroupMirrorFlow:
         self._reported.add(key)
         METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
         log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
+
+
+def _unknown_topics(view: GroupView | None, pic: KafkaPicture) -> bool:
+    """Whether ``view`` names a topic (offsets, assignment) the picture has no count for."""
+    if view is None or view.error:
+        return False
+    topics = {tp[0] for tp in view.offsets}
+    for m in view.members:
+        topics.update(m.assignment or {})
+    return any(t not in pic.partitions for t in topics)
+
+
+def _pages(groups: list[str], sizes: dict[str, int]) -> list[list[str]]:
+    """``groups`` cut into pages of about ``PAGE_OFFSETS`` offsets, ``PAGE_GROUPS`` groups."""
+    pages: list[list[str]] = []
+    page: list[str] = []
+    held = 0
+    for g in groups:
+        page.append(g)
+        held += max(1, sizes.get(g, 0))
+        if held >= PAGE_OFFSETS or len(page) >= PAGE_GROUPS:
+            pages.append(page)
+            page, held = [], 0
+    if page:
+        pages.append(page)
+    return pages
 
 
 def _group_of(path: str) -> str:

@@ -20,7 +20,7 @@ import time
 import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTP
-from kafka.errors import NoError
+from kafka.errors import KafkaError, NoError
 from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 
@@ -48,7 +48,7 @@ def world(stack, zk: KazooClient, admin, topic_name):
     create_topic(admin, topic, 1)
     group = topic_name("g")
     consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap_servers, group_id=group)
-    consumer.commit({KafkaTP(topic, 0): OffsetAndMetadata(5, "", -1)})  # creates the topic
+    _commit(consumer, topic, 5)
     follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
     writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
     flow = GroupMirrorFlow(
@@ -68,7 +68,23 @@ def _zk_offset(zk: KazooClient, group: str, topic: str) -> int | None:
 
 
 def _commit(consumer: KafkaConsumer, topic: str, offset: int) -> None:
-    consumer.commit({KafkaTP(topic, 0): OffsetAndMetadata(offset, "", -1)})
+    """Commit, again while the coordinator does not know the topic just created yet."""
+    tp = KafkaTP(topic, 0)
+
+    def committed() -> bool:
+        try:
+            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+        except KafkaError:
+            return False
+        return consumer.committed(tp) == offset
+
+    wait_for(committed, 30, 0.2, f"offset {offset} committed")
+
+
+def _tick_until(flow: GroupMirrorFlow, zk: KazooClient, group: str, topic: str, want: int):
+    """Tick until ZooKeeper holds ``want`` (a topic created a moment ago may wait for the
+    next read of the topics, ``full_interval_s``)."""
+    wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == want, 30, 0.1, f"{want}")
 
 
 def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
@@ -90,21 +106,19 @@ def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
 
 def test_commit_during_reconcile_is_written_by_a_later_tick(zk, world):
     flow, consumer, group, topic = world
-    flow.tick()
-    assert _zk_offset(zk, group, topic) == 5
+    _tick_until(flow, zk, group, topic, 5)
     raced = []
     full = _full_reads(flow, during=lambda: raced or (_commit(consumer, topic, 9), raced.append(1)))
     flow.resync()  # the reconcile: Kafka read, then offset 9 committed before the write
     flow.tick()
     assert raced and _zk_offset(zk, group, topic) == 5  # the reconcile wrote what it read
-    wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == 9, 30, 0.1, "9 in ZK")
+    _tick_until(flow, zk, group, topic, 9)
     assert len(full) == 1  # written by a triggered re-read, not by another reconcile
 
 
 def test_missed_event_is_caught_by_the_reconcile(zk, world):
     flow, consumer, group, topic = world
-    flow.tick()
-    assert _zk_offset(zk, group, topic) == 5
+    _tick_until(flow, zk, group, topic, 5)
     flow.follower.changed_groups = lambda timeout_ms=0: set()  # deaf: events thrown away
     _commit(consumer, topic, 11)
     deadline = time.monotonic() + DEAF_S
