@@ -1,0 +1,240 @@
+"""Fleet scale (issue 14): a bridge started against G groups x P committed offsets.
+
+    python -m bench.fleet [--groups 200 --partitions 50 --rate 5000 --seconds 10]
+                          [--zookeeper H:P --bootstrap-server H:P]
+
+Without addresses it starts a private local stack. Reuses ``bench.offsets``' pieces (the
+committer, the watches, the drain, a real ``python -m bridge.cli run``). One run, on one
+ZooKeeper server, every rate timed by ZooKeeper's own mtimes (1 ms clock) over nodes
+written once each, the count of nodes matching the span:
+
+1. raw ceiling: G x P nodes created by pipelined transactions of ``MAX_BATCH_OPS`` ops
+   (what the bridge's writer sends), from a separate process: nodes / (last mtime - first);
+2. cold start: G empty groups each commit P offsets, then the bridge starts (default
+   settings): when the first and the last offset node appeared, the mirror's write span
+   and rate by the same method, and its ratio to the raw ceiling;
+3. sustained: commits at ``--rate`` offset updates/s (one group's P partitions at a time),
+   commit acknowledged -> visible in ZooKeeper (watches), p50/p99, and none unseen;
+4. the bridge's peak RSS (VmHWM) over the whole run.
+
+Targets are printed as MET / MISSED (the exit status is 0 either way). The issue's size,
+10,000 groups x 100 partitions, is for a quiet machine: ``--groups 10000 --partitions 100``.
+Not measured here: an old consumer's ZooKeeper commit -> Kafka (zookeeper mode), and
+scale-out over several bridges (not built yet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from bench.offsets import OffsetBench, dist, pct, read_all, verdict
+from bridge.zookeeper.writer import MAX_BATCH_OPS
+
+TARGET_COLD_S = 60.0  # every offset node mirrored after a (cold) start
+TARGET_RSS_MB = 1024.0
+TARGET_P99_S = 0.100  # commit -> visible at 5,000 updates/s
+TARGET_RATE = 5000.0
+TARGET_RATIO = 0.70  # mirror / raw ceiling, same method
+
+now = time.perf_counter
+
+
+def raw_create_ceiling(connect: str, root: str, n: int) -> tuple[float, int, int]:
+    """``n`` nodes created by pipelined ``MAX_BATCH_OPS``-op transactions; returns nodes/s
+    from ZooKeeper's mtimes (first to last), the nodes counted and the transactions."""
+    zk = KazooClient(connect)
+    zk.start()
+    try:
+        zk.ensure_path(root)
+        paths = [f"{root}/{i}" for i in range(n)]
+        batches = [paths[i : i + MAX_BATCH_OPS] for i in range(0, n, MAX_BATCH_OPS)]
+        sent = []
+        for b in batches:
+            txn = zk.transaction()
+            for p in b:
+                txn.create(p, b"1")
+            sent.append(txn.commit_async())
+        for r in sent:
+            results = r.get()
+            if any(isinstance(x, Exception) for x in results):
+                raise SystemExit(f"raw ceiling: a transaction failed: {results[:3]}")
+        stats = [r.get()[1] for r in [zk.get_async(p) for p in paths]]
+        mtimes = [s.mtime for s in stats]
+        span_s = (max(mtimes) - min(mtimes)) / 1000
+        zk.delete(root, recursive=True)
+        return (n / span_s if span_s > 0 else 0.0), len(stats), len(batches)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The process's peak resident set (VmHWM), MB; None once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def cold_start(b: OffsetBench) -> dict[str, float]:
+    """Start the bridge against the committed groups; when its offset nodes appeared."""
+    t_wall = time.time()
+    initial = b.start_bridge()
+    states = read_all(b.zk, list(b.want()), b.wall_offset)
+    mtimes = sorted(s.mtime + b.wall_offset for s in states.values())
+    span = mtimes[-1] - mtimes[0] if mtimes else 0.0
+    return {
+        "nodes": float(len(states)),
+        "first_s": mtimes[0] - t_wall if mtimes else float("inf"),
+        "last_s": mtimes[-1] - t_wall if mtimes else float("inf"),
+        "span_s": span,
+        "rate": len(states) / span if span > 0 else 0.0,
+        "drained_s": initial,
+        "txns": float(len({s.mzxid for s in states.values()})),
+    }
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.fleet", description=(__doc__ or "").split("\n")[0]
+    )
+    ap.add_argument("--groups", type=int, default=200, help="consumer groups (G)")
+    ap.add_argument("--partitions", type=int, default=50, help="partitions of the topic (P)")
+    ap.add_argument("--rate", type=float, default=TARGET_RATE, help="offset updates/s")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of the sustained phase")
+    ap.add_argument("--drain-seconds", type=float, default=60.0, help="wait for stragglers")
+    ap.add_argument("--watch-nodes", type=int, default=1000, help="watch at most ~this many")
+    ap.add_argument("--workers", type=int, default=8, help="committer threads")
+    ap.add_argument("--zookeeper", help="HOST:PORT of ZooKeeper (default: a private stack)")
+    ap.add_argument("--bootstrap-server", help="Kafka bootstrap servers")
+    ap.add_argument(
+        "--bridge-source",
+        type=Path,
+        default=Path(__file__).resolve().parents[1],
+        help="run the bridge from this source tree (default: this one), to compare a change",
+    )
+    args = ap.parse_args(argv)
+    if min(args.groups, args.partitions) < 1 or min(args.rate, args.seconds) <= 0:
+        ap.error("--groups, --partitions, --rate and --seconds must be positive")
+    if bool(args.zookeeper) != bool(args.bootstrap_server):
+        ap.error("give both --zookeeper and --bootstrap-server, or neither")
+    return args
+
+
+def report(
+    b: OffsetBench, raw: tuple[float, int, int], cold: dict[str, float], sustained, rss
+) -> None:
+    G, P, a = b.G, b.P, b.args
+    raw_rate, raw_nodes, raw_txns = raw
+    ratio = cold["rate"] / raw_rate if raw_rate else 0.0
+    lat = sustained.lat_ack
+    p50, p99 = (pct(lat, 50), pct(lat, 99)) if lat else (float("inf"), float("inf"))
+    unseen = sustained.unseen_watched + sustained.unseen_final
+    print(f"\nfleet: G={G} groups x P={P} partitions = {G * P} offset znodes, log {b.log_path}")
+    print(
+        f"  raw ceiling: {raw_nodes} creates in {raw_txns} pipelined transactions  "
+        f"{raw_rate:9.0f} nodes/s (ZooKeeper mtimes)"
+    )
+    print(f"  cold start: first offset node after bridge start   {cold['first_s']:9.2f} s")
+    print(f"              every offset node after bridge start   {cold['last_s']:9.2f} s")
+    print(
+        f"              mirror write span / rate              {cold['span_s']:9.2f} s  "
+        f"{cold['rate']:9.0f} nodes/s in {cold['txns']:.0f} transactions"
+    )
+    print(f"              mirror / raw ceiling                  {ratio:9.1%}")
+    print(f"  sustained {a.rate:.0f} updates/s for {a.seconds:.0f} s:")
+    print(f"    acknowledged commit rate                   {sustained.rate:9.0f} updates/s")
+    print(f"    worst send behind schedule                 {sustained.behind * 1000:9.1f} ms")
+    print(f"    commit acked -> visible in ZooKeeper       {dist(lat)}")
+    print(
+        "    unseen: watched / final (must be 0)        "
+        f"{sustained.unseen_watched} / {sustained.unseen_final}"
+    )
+    print(f"  bridge peak RSS                               {rss or 0:9.0f} MB")
+    if sustained.behind > 0.5:
+        print(
+            f"  ! the load generator fell {sustained.behind:.1f} s behind its schedule: the "
+            "machine was short of CPU, so latencies include queueing outside the bridge"
+        )
+    at_rate = a.rate >= TARGET_RATE
+    print("\ntargets")
+    print(
+        f"  cold resync of every offset node <= {TARGET_COLD_S:.0f} s: {cold['last_s']:.1f} s"
+        f"{'':<8}{verdict(cold['last_s'] <= TARGET_COLD_S)}"
+    )
+    print(
+        f"  bridge peak RSS <= {TARGET_RSS_MB:.0f} MB: {rss or 0:.0f} MB"
+        f"{'':<18}{verdict(rss is not None and rss <= TARGET_RSS_MB)}"
+    )
+    ok = p99 <= TARGET_P99_S and unseen == 0 and sustained.rate >= TARGET_RATE * 0.98
+    print(
+        f"  commit -> visible p99 <= {TARGET_P99_S * 1000:.0f} ms at {TARGET_RATE:.0f}/s: "
+        f"p99 {p99 * 1000:.0f} ms, {sustained.rate:.0f}/s, {unseen} unseen"
+        f"{'':<4}{verdict(ok if at_rate else None)}"
+        + ("" if at_rate else f"  (needs --rate >= {TARGET_RATE:.0f})")
+    )
+    timed = cold["txns"] >= 2
+    print(
+        f"  mirror >= {TARGET_RATIO:.0%} of the raw ceiling (same method): {ratio:.1%}"
+        f"{'':<6}{verdict(ratio >= TARGET_RATIO if timed else None)}"
+    )
+    print(
+        "  old consumer commit in ZooKeeper -> Kafka p99 <= 200 ms"
+        f"{'':<10}{verdict(None)}  (not measured by this bench yet)"
+    )
+    print(
+        "\nmarkdown row: "
+        f"| {time.strftime('%Y-%m-%d')} | {G}x{P} | {cold['first_s']:.1f} s | "
+        f"{cold['last_s']:.1f} s | {cold['rate']:.0f} / {raw_rate:.0f} nodes/s ({ratio:.0%}) | "
+        f"{a.rate:.0f}/s: {sustained.rate:.0f}/s, p50 {p50 * 1000:.0f} / p99 "
+        f"{p99 * 1000:.0f} ms, {unseen} unseen | {rss or 0:.0f} MB |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    stack = None
+    pids: dict[str, int] = {"bench": os.getpid()}
+    if not args.zookeeper:
+        from bridge.devstack.stack import private_stack
+
+        print("starting a local stack ...", flush=True)
+        stack = private_stack("kzb-bench-")
+        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
+        pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
+    b: OffsetBench | None = None
+    try:
+        b = OffsetBench(args, pids)
+        nodes = b.G * b.P
+        print(f"raw ceiling: {nodes} creates ...", flush=True)
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            raw = pool.submit(raw_create_ceiling, b.connect, "/bench-raw", nodes).result(600)
+        print(f"{b.G} groups commit {b.P} offsets each ...", flush=True)
+        b.prepare()
+        print("starting the bridge (cold start) ...", flush=True)
+        cold = cold_start(b)
+        sustained, _ = b.settle(b.sustained(), "sustained drain")
+        assert b.bridge is not None
+        rss = peak_rss_mb(b.bridge.pid)
+        report(b, raw, cold, sustained, rss)
+        return 0
+    finally:
+        if b is not None:
+            b.close(private_stack=stack is not None)
+        if stack is not None:
+            stack.discard()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
