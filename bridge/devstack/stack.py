@@ -646,8 +646,7 @@ class Devstack:
                     f"-Dlog4j.configuration=file:{log4j}",
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    self.state.cluster_id,
+                    f"--cluster-id={self.state.cluster_id}",
                     "-c",
                     str(cfg),
                     "--ignore-formatted",
@@ -717,5 +716,11 @@ def private_stack(prefix: str = "kzb-stack-", kafka_version: str | None = None) 
 
 
 def _new_cluster_id() -> str:
-    """A Kafka cluster id: 16 random bytes, url-safe base64 without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: 16 random bytes, url-safe base64 without padding (22 chars), never
+    starting with ``-``, as Kafka's own ``Uuid.randomUuid`` draws again for one: the storage
+    tool's argument parser takes ``-t -xyz`` for two options (one stack in 64 failed to
+    format its brokers, "argument --cluster-id/-t: expected one argument", seen in CI)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid

@@ -100,3 +100,21 @@ def test_a_failed_start_quotes_only_its_own_run(stack: Devstack) -> None:
     why = stack._why("kafka-1")
     assert "old run" not in why
     assert "version" in why
+
+
+def test_a_new_cluster_id_never_starts_with_a_dash(monkeypatch) -> None:
+    """Kafka's storage tool read ``-t -xyz`` as two options; Kafka's own ``Uuid.randomUuid``
+    draws again for an id starting with ``-``, and so does the devstack."""
+    import base64
+    import uuid
+
+    from bridge.devstack import stack
+
+    dash = uuid.UUID(bytes=b"\xf8" + bytes(15))  # url-safe base64 of 0xf8... is "-..."
+    plain = uuid.UUID(bytes=b"\x00" + bytes(15))
+    assert base64.urlsafe_b64encode(dash.bytes).decode().startswith("-")
+    draws = iter([dash, dash, plain])
+    monkeypatch.setattr(stack.uuid, "uuid4", lambda: next(draws))
+    cid = stack._new_cluster_id()
+    assert cid == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")
+    assert len(cid) == 22
