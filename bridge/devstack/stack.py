@@ -276,8 +276,10 @@ class Devstack:
         return self.state.ports.sasl_brokers[node_id - 1]
 
     # ---- lifecycle -----------------------------------------------------------------
-    def up(self, timeout: float = 180.0) -> None:
-        """Start whatever is not running and wait until everything answers."""
+    def up(self, timeout: float = 180.0, internal_topics: bool = True) -> None:
+        """Start whatever is not running and wait until everything answers; with
+        ``internal_topics``, group and transaction coordinators included (which creates
+        Kafka's internal topics on a fresh cluster)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         classpath = self._classpath()
         if not self.alive("zookeeper"):
@@ -288,7 +290,8 @@ class Devstack:
         self.state.save(self.state_file)
         deadline = time.monotonic() + timeout
         self.wait_healthy(timeout)
-        self.wait_internal_topics(max(deadline - time.monotonic(), 30.0))
+        if internal_topics:
+            self.wait_internal_topics(max(deadline - time.monotonic(), 30.0))
 
     def wait_internal_topics(self, timeout: float = 120.0) -> None:
         """Block until a group coordinator and a transaction coordinator answer. A fresh

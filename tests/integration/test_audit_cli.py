@@ -139,7 +139,7 @@ def test_audit_of_a_cluster_where_no_group_ever_committed(snap, tmp_path) -> Non
     d = Path(tempfile.mkdtemp(prefix="kzb-empty-"))
     fresh = Devstack(d, Ports.free())
     try:
-        fresh.up()
+        fresh.up(internal_topics=False)
         proc = zk_bridge(
             "audit",
             "--bootstrap-server",
