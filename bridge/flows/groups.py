@@ -436,11 +436,12 @@ class GroupMirrorFlow:
         sizes = {g: len(v.offsets) for g, v in pic.views.items()}
         active |= self._next_page(set(wanted) | set(zk_groups) | mirrored, sizes)
         # a topic created a moment ago may not be in the topics read yet: such a group is
-        # decided again each tick until it is (topics are read every full_interval_s)
-        self._topic_unknown = {
-            g for g in self._topic_unknown | active if _unknown_topics(pic.views.get(g), pic)
-        }
-        return active | self._topic_unknown
+        # decided again each tick until it is (topics are read every full_interval_s), and
+        # once more in the tick its topics became known (else it waited for the next event
+        # or reconcile, seen under load as an offset never mirrored)
+        before = self._topic_unknown
+        self._topic_unknown = {g for g in before | active if _unknown_topics(pic.views.get(g), pic)}
+        return active | before | self._topic_unknown
 
     def _next_page(self, groups: set[str], sizes: dict[str, int]) -> set[str]:
         """After a full read: the next page of groups (see ``PAGE_OFFSETS``), with a

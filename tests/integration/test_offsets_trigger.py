@@ -169,3 +169,28 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
         assert any("reconciled 10 groups" in r.getMessage() for r in caplog.records)
     finally:
         follower.close()
+
+
+def test_a_group_whose_topic_shows_late_is_written_once_it_shows(zk, world, monkeypatch):
+    """A full read whose topics miss a topic just created (a broker that has not learned of
+    it yet, seen under load) decides its groups again in the tick the topic shows, without
+    another event or reconcile."""
+    flow, consumer, group, topic = world
+    _tick_until(flow, zk, group, topic, 5)
+    real = groups_flow.partition_counts
+    hide = [1]
+
+    def late(admin, topics=None):
+        counts = real(admin, topics)
+        if hide and topics is None:
+            hide.pop()
+            counts.pop(topic, None)
+        return counts
+
+    monkeypatch.setattr(groups_flow, "partition_counts", late)
+    _commit(consumer, topic, 7)
+    flow.resync()
+    flow.tick()  # the full read, without the topic: nothing written for it
+    assert not hide and _zk_offset(zk, group, topic) == 5
+    flow.follower.changed_groups = lambda timeout_ms=0: set()  # no event helps it
+    wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == 7, 10, 0.1, "7")
