@@ -166,7 +166,9 @@ def hand_over_and_back(
     a restarted spout resumes at the Kafka group's position. Each message once overall."""
     by_spout = [m.value for m in spout.messages]
     at_stop = {p: n["offset"] for p, n in _spout_nodes(zk, chroot).items()}
-    # the bridge shows the spout as a group, with its offsets
+    # the bridge shows the spout as a group, with its offsets, once it has seen it (its
+    # storm tick runs once per full interval: the spout may stop before it ran)
+    wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 30, what="spout seen")
     listed = _cli(stack, chroot, env, "groups", "--output", "json")
     rows = {r["group"]: r for r in json.loads(listed.stdout)}
     assert rows[group]["dialects"] == "storm-spout" and rows[group]["mode"] == "zookeeper"
