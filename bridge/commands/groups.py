@@ -32,7 +32,7 @@ from bridge.decide.migration import (
     gates,
 )
 from bridge.kafka.cluster import partition_counts
-from bridge.kafka.groups import describe_group, describe_groups, group_offsets, list_groups
+from bridge.kafka.groups import describe_groups, group_offsets, list_groups
 from bridge.kafka.offsets import log_ends
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -208,20 +208,20 @@ def _spout_state(
     reader: ConsumerTreeReader, admin: KafkaAdminClient, group: str, mode: str, spout: StormSpout
 ) -> GroupState:
     nodes = reader.spout_offsets(spout.zk_root, spout.spout_id, spout.topic)
-    desc = describe_group(admin, group)
-    new = {m["member_id"]: m.get("client_id") or "" for m in desc.get("members", [])}
-    kafka_owners: dict[TopicPartition, str] = {}
-    for m in desc.get("members", []):
-        assignment = m.get("member_assignment") or {}
-        for a in assignment.get("assigned_partitions", []) if isinstance(assignment, dict) else []:
-            for p in a["partitions"]:
-                kafka_owners[TopicPartition(a["topic"], p)] = m["member_id"]
+    view = describe_groups(admin, [group])[group]  # a spout's group may be of either type
+    new = {m.member_id: m.client_id for m in view.members}
+    kafka_owners = {
+        TopicPartition(t, p): m.member_id
+        for m in view.members
+        for t, ps in (m.assignment or {}).items()
+        for p in ps
+    }
     try:
         kafka_offsets = group_offsets(admin, group)
     except KafkaError:
         kafka_offsets = {}
     zk_offsets = {tp: n.data.offset for tp, n in nodes.items() if n.data is not None}
-    state = desc.get("group_state") or "-"
+    state = (view.state or "-") if not view.error else "-"
     # new members count as mirrored: a spout's group has no /ids to mirror them into
     return GroupState(
         group, mode, {}, state, set(), new, set(new), zk_offsets, kafka_offsets, {}, kafka_owners

@@ -300,7 +300,7 @@ def test_reset_refused_on_a_live_kafka_group_and_forced_commit_is_accepted(
         )
         r = cli(s, "reset", s.group, "--to-offset", "1", "--store", "kafka", cwd=tmp_path)
         assert r.returncode == 1
-        assert "Kafka group is Stable with 1 member(s)" in r.stderr
+        assert "Kafka classic group is Stable with 1 member(s)" in r.stderr
         assert kafka_offsets(admin, s.group) == KAFKA_OFFSETS
 
         r = cli(

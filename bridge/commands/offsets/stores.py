@@ -2,7 +2,7 @@
 
 ZooKeeper is read through the one reader of ``/consumers`` and written through the
 writer's operator mode (one conditional transaction); Kafka through ``bridge.kafka``
-(group offsets, DescribeGroups, the transactional ``OffsetCommitter``).
+(group offsets, the group's describe of either type, the transactional ``OffsetCommitter``).
 """
 
 from __future__ import annotations
@@ -105,25 +105,33 @@ def write_zk(
 
 
 def zk_live_ids(zk: KazooClient, group: str) -> list[str]:
-    """Old consumers registered for ``group`` (ephemeral ``/consumers/<g>/ids`` children)."""
+    """Old consumers registered for ``group`` (ephemeral ``/consumers/<g>/ids`` children),
+    without the bridge's mirror of the Kafka members (``<g>_~~<member>``): those are
+    reported as Kafka members, not as old consumers."""
     from bridge.zookeeper.reader import ConsumerTreeReader
 
-    return ConsumerTreeReader(zk).consumer_ids([group])[group]
+    ids = ConsumerTreeReader(zk).consumer_ids([group])[group]
+    return [i for i in ids if not i.startswith(f"{group}_~~")]
 
 
 def kafka_live(admin: KafkaAdminClient, group: str) -> str | None:
-    """Why the Kafka group counts as live (state and members), or None when Empty/Dead."""
-    from bridge.kafka.groups import describe_group
+    """Why the Kafka group counts as live (type, state and members), or None when it is
+    Empty or Dead. A group of either type is read with its own API (``describe_groups``):
+    DescribeGroups answers a next-generation group with GROUP_ID_NOT_FOUND, which would
+    read as "cannot describe" for an empty one and hide a live one's members."""
+    from bridge.kafka.groups import describe_groups
 
-    desc = describe_group(admin, group)
-    if desc.get("error"):
-        return f"Kafka cannot describe it ({desc['error']})"
-    state = desc.get("group_state") or "Unknown"
-    members = desc.get("members") or []
-    if state in ("Empty", "Dead") and not members:
+    view = describe_groups(admin, [group])[group]
+    if view.error:
+        return f"Kafka cannot describe it ({view.error})"
+    state = view.state or "Unknown"
+    if state in ("Empty", "Dead") and not view.members:
         return None
-    ids = ", ".join(sorted(m.get("client_id") or m.get("member_id", "?") for m in members))
-    return f"Kafka group is {state} with {len(members)} member(s){': ' + ids if ids else ''}"
+    ids = ", ".join(sorted(m.client_id or m.member_id for m in view.members))
+    return (
+        f"Kafka {view.group_type} group is {state} with {len(view.members)} member(s)"
+        f"{': ' + ids if ids else ''}"
+    )
 
 
 def write_kafka(settings: Settings, admin: KafkaAdminClient, targets: Mapping[Key, int]) -> None:
