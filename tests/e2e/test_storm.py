@@ -62,6 +62,13 @@ def _leaders(admin, topic: str) -> dict[int, int]:
     }
 
 
+def _mirrored_leaders(zk, topic: str) -> dict[int, int]:
+    """The leaders the registry mirror published (what DynamicBrokersReader reads)."""
+    base = f"/brokers/topics/{topic}/partitions"
+    states = {p: zk.get(f"{base}/{p}/state")[0] for p in zk.get_children(base)}
+    return {int(p): json.loads(data)["leader"] for p, data in states.items()}
+
+
 def _move_leaders(admin, topic: str) -> dict[int, int]:
     """Every partition's leadership to its other replica (reassign, then elect the preferred
     one, as tests/integration/test_gateway.py does); the new leader per partition."""
@@ -142,6 +149,10 @@ def test_storm_spout_hands_over_to_kafka_and_back(
         spout.take(10)
         hosts_before = dict(spout.partitions)
         new = _move_leaders(admin, topic)
+        # the spout re-reads every partition's leader from the mirror when a fetch fails (or
+        # once a minute): wait until the mirror shows the move, or a refresh racing the
+        # bridge's next registry pass would leave the spout on an old leader
+        wait_for(lambda: _mirrored_leaders(zk, topic) == new, 30, what=f"mirrored leaders {new}")
         ports = {b["broker_id"]: b["port"] for b in admin.describe_cluster()["brokers"]}
         spout.take(30)  # more than one partition holds: the spout fetches after the move
         assert {p: int(h.split(":")[1]) for p, h in spout.partitions.items()} == {
