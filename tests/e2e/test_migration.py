@@ -5,6 +5,10 @@ by kafka-python consumers → ``kafka``; then back ``kafka → dual`` → old co
 ``zookeeper``. A watcher records every offset write in both stores: the test asserts no
 offset ever moved backward (I2), no message was lost, and duplicates stay within the
 commit interval of each hand-over (counted and printed).
+
+The stopped-application migration (old consumers stop, the group moves, new consumers start
+exactly where they stopped, and back) runs for every Scala consumer release in
+``test_scala_migration.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import threading
 import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
@@ -169,84 +173,3 @@ def test_migrate_to_kafka_and_roll_back_with_nothing_lost(
     handovers = sum(1 for s in steps if not s.startswith(("migrate", "kill")))
     window = handovers * RATE * (COMMIT_MS / 1000 + 1.0)
     assert duplicates <= window, f"{duplicates} duplicates exceed the window of {window:.0f}"
-
-
-def _produce(stack, topic: str, per_partition: int, label: str) -> None:
-    producer = KafkaProducer(bootstrap_servers=stack.bootstrap_servers.split(","))
-    for i in range(per_partition * PARTITIONS):
-        producer.send(topic, f"{label}{i}".encode(), partition=i % PARTITIONS)
-    producer.flush()
-    producer.close()
-
-
-def _first_offsets(fleet: Fleet, names: list[str]) -> dict[int, int]:
-    """Where consumers ``names`` together started in each partition."""
-    first: dict[int, int] = {}
-    for m in (m for n in names for m in fleet.consumers[n].messages):
-        first[m.partition] = min(first.get(m.partition, m.offset), m.offset)
-    return first
-
-
-def _consumed_to(fleet: Fleet, names: list[str], ends: dict[int, int]) -> bool:
-    seen = {(m.partition, m.offset) for n in names for m in fleet.consumers[n].messages}
-    return all((p, end - 1) in seen for p, end in ends.items() if end)
-
-
-def test_a_stopped_old_consumer_group_migrates_and_rolls_back(
-    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
-):
-    """The usual start of a migration: the old application has stopped, its offsets are in
-    ZooKeeper, Kafka has never seen the group. Real 0.10.2.2 consumers ran and stopped
-    (while a registry-only bridge served them /brokers); a bridge then migrates the group
-    zookeeper -> dual -> kafka, kafka-python consumers start exactly where the old ones
-    stopped; then the rollback, and old consumers start exactly where the new ones stopped.
-    Every message is consumed exactly once (clean stops commit what was consumed)."""
-    topic = topic_name("stopped")
-    group = f"{topic}-g"
-    admin.create_topics([NewTopic(topic, PARTITIONS, 2)])
-    registry_only = start_bridge(env={"ZK_BRIDGE__GROUPS__ENABLED": "false"})
-    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 30, what="topic mirrored")
-    fleet = Fleet(stack, chroot, zk, admin, group, topic, PARTITIONS, tmp_path)
-    try:
-        _produce(stack, topic, 50, "a")
-        batch1 = log_ends(admin, topic, PARTITIONS)
-        fleet.old("oldA")
-        wait_for(lambda: _consumed_to(fleet, ["oldA"], batch1), 90, 0.2, "old consumer A done")
-        fleet.stop("oldA")
-        offsets = f"/consumers/{group}/offsets/{topic}"
-        assert {p: int(zk.get(f"{offsets}/{p}")[0]) for p in range(PARTITIONS)} == batch1
-        registry_only.stop()
-        assert admin.list_group_offsets({group: None})[group] == {}  # Kafka never saw it
-
-        start_bridge()
-        wait_for(lambda: zk.exists(f"/kafka-zk-bridge/groups/{group}"), 60, what="a record")
-        assert record_mode(zk, group) == "zookeeper"
-        _produce(stack, topic, 50, "b")  # producers go on while nobody consumes
-        batch2 = log_ends(admin, topic, PARTITIONS)
-        step = cli(stack, chroot, "migrate", group, "--to", "dual", "--lag-window", "2")
-        assert step.returncode == 0, f"--to dual:\n{step.stdout}{step.stderr}"
-        fleet.change("new N1", lambda: fleet.new("newN1"))
-        fleet.change("new N2", lambda: fleet.new("newN2"))
-        new = ["newN1", "newN2"]
-        wait_for(lambda: _consumed_to(fleet, new, batch2), 90, 0.2, "new consumers done")
-        assert _first_offsets(fleet, new) == batch1, "new consumers start where the old stopped"
-        for to in ("kafka", "dual"):  # finalize, then the rollback runbook
-            step = cli(stack, chroot, "migrate", group, "--to", to, "--lag-window", "2")
-            assert step.returncode == 0, f"--to {to}:\n{step.stdout}{step.stderr}"
-        fleet.stop("newN1")
-        fleet.stop("newN2")
-        step = cli(stack, chroot, "migrate", group, "--to", "zookeeper", "--lag-window", "2")
-        assert step.returncode == 0, f"--to zookeeper:\n{step.stdout}{step.stderr}"
-        assert {p: int(zk.get(f"{offsets}/{p}")[0]) for p in range(PARTITIONS)} == batch2
-
-        _produce(stack, topic, 50, "c")
-        batch3 = log_ends(admin, topic, PARTITIONS)
-        fleet.change("old B", lambda: fleet.old("oldB"))
-        wait_for(lambda: _consumed_to(fleet, ["oldB"], batch3), 90, 0.2, "old consumer B done")
-        assert _first_offsets(fleet, ["oldB"]) == batch2, "old consumers resume where new stopped"
-    finally:
-        fleet.stop_all()
-    counts = fleet.counts()
-    print(f"\nconsumed {sum(counts.values())} of {sum(batch3.values())}: {fleet.steps}")
-    assert set(counts) == {(p, o) for p, end in batch3.items() for o in range(end)}
-    assert [k for k, n in counts.items() if n > 1] == []
