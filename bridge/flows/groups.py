@@ -47,6 +47,7 @@ from bridge.metrics import METRICS
 from bridge.zookeeper import sync
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import create_records, read_records
+from bridge.zookeeper.watched import WatchedChildren
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
 
@@ -111,7 +112,9 @@ class GroupMirrorFlow:
         self.skipped: dict[str, str] = {}
         #: groups whose ZooKeeper consumers' dialects cannot share them (decide.dialects)
         self.refused: dict[str, str] = {}
-        self.reader = ConsumerTreeReader(zk, report=self._bad_node)
+        #: /consumers and each group's /ids, listed again only when a child watch fired
+        self.watched = WatchedChildren(zk)
+        self.reader = ConsumerTreeReader(zk, report=self._bad_node, watched=self.watched)
         self.storm = StormSpouts(
             storm_spouts,
             self.reader,
@@ -140,6 +143,7 @@ class GroupMirrorFlow:
         return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
 
     def resync(self) -> None:
+        self.watched.clear()  # the safety net for a watch lost any other way
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_nodes(self.zk, sorted(self.owned()))
         if self.follower is not None:

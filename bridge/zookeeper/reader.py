@@ -24,6 +24,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
+from bridge.zookeeper.watched import WatchedChildren
 from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 from zkpaths.dialects import Member, decode_member, pykafka, storm
 from zkpaths.dialects.kafka_node import owner_problem
@@ -103,10 +104,19 @@ def _problem(path: str, exc: zkpaths.ZkLayoutError) -> NodeProblem:
 class ConsumerTreeReader:
     """Reads groups of ``/consumers``; bad nodes go to ``report`` and are skipped."""
 
-    def __init__(self, zk: KazooClient, report: Report = log_problem, window: int = WINDOW) -> None:
+    def __init__(
+        self,
+        zk: KazooClient,
+        report: Report = log_problem,
+        window: int = WINDOW,
+        watched: WatchedChildren | None = None,
+    ) -> None:
+        """``watched``: lists of ``/consumers`` and of each group's ``/ids`` kept by child
+        watches (a long-lived flow's reader); without it every read lists them again."""
         self.zk = zk
         self.report = report
         self.window = window
+        self.watched = watched
 
     # -- pipelined primitives ---------------------------------------------------------------
     def pipelined(self, method: str, paths: Sequence[str]) -> dict[str, Any]:
@@ -136,13 +146,22 @@ class ConsumerTreeReader:
     # -- groups and consumers -----------------------------------------------------------------
     def groups(self) -> list[str]:
         """Every group with a node under ``/consumers``."""
-        return self.children([zkpaths.CONSUMERS])[zkpaths.CONSUMERS]
+        return self._membership([zkpaths.CONSUMERS])[zkpaths.CONSUMERS]
 
     def consumer_ids(self, groups: Iterable[str]) -> dict[str, list[str]]:
         """The consumer ids registered under each group's ``/ids``."""
         groups = list(groups)
-        listed = self.children([f"{zkpaths.CONSUMERS}/{g}/ids" for g in groups])
+        listed = self._membership([f"{zkpaths.CONSUMERS}/{g}/ids" for g in groups])
         return {g: listed[f"{zkpaths.CONSUMERS}/{g}/ids"] for g in groups}
+
+    def _membership(self, paths: Sequence[str]) -> dict[str, list[str]]:
+        """The lists that say who is there: through the watched cache when there is one."""
+        if self.watched is None:
+            return self.children(paths)
+        return self.watched.children(paths, denied=self._denied_listing)
+
+    def _denied_listing(self, path: str) -> None:
+        self.report(NodeProblem(path, "this identity may not list it (ZooKeeper ACL)"))
 
     def members(self, group: str, ids: Iterable[str]) -> dict[str, Member]:
         """Each of ``ids`` decoded in its dialect (consumer id -> member, see zkpaths.dialects)."""

@@ -1,0 +1,101 @@
+"""Child-watched lists of ``/consumers`` and ``/ids``, on a real ZooKeeper.
+
+Each check compares what the cache returns with a fresh ``get_children`` by another client
+(the reference), and counts the lists it read from ZooKeeper: served from the cache while
+nothing changed, read again after a change by an old consumer's session, by the bridge's
+own session (read-your-writes), after a lost connection, and after the reconcile's clear.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from kazoo.client import KazooClient
+
+from bridge.zookeeper.reader import ConsumerTreeReader
+from bridge.zookeeper.watched import WatchedChildren
+from tests.conftest import wait_for
+
+pytestmark = pytest.mark.integration
+
+IDS = "/consumers/g/ids"
+
+
+@pytest.fixture
+def other(stack, chroot):
+    """A second session, as an old consumer's: its changes reach the cache by watch only."""
+    c = KazooClient(stack.zk_connect + chroot)
+    c.start()
+    yield c
+    c.stop()
+    c.close()
+
+
+def test_served_from_cache_until_an_old_consumer_changes_the_list(zk, other) -> None:
+    for c in ("g_a", "g_b"):
+        zk.create(f"{IDS}/{c}", b"{}", makepath=True)
+    watched = WatchedChildren(zk)
+    assert watched.children([IDS]) == {IDS: ["g_a", "g_b"]}
+    for _ in range(5):
+        assert watched.children([IDS]) == {IDS: ["g_a", "g_b"]}
+    assert watched.listed == 1  # negative control of the next check: nothing was re-listed
+
+    other.create(f"{IDS}/g_c", b"{}", ephemeral=True)
+    wait_for(
+        lambda: watched.children([IDS])[IDS] == sorted(other.get_children(IDS)),
+        10,
+        what="the new consumer id listed",
+    )
+    assert watched.children([IDS])[IDS] == ["g_a", "g_b", "g_c"]
+    assert watched.listed == 2
+    other.stop()  # its ephemeral registration goes: a session ending is a change too
+    wait_for(lambda: watched.children([IDS])[IDS] == ["g_a", "g_b"], 10, what="g_c gone")
+
+
+def test_the_bridges_own_change_is_seen_by_its_next_read(zk) -> None:
+    """No wait between the change and the read: the watch's event comes before the change's
+    answer, and the cache stops serving the list as soon as kazoo took the watch off."""
+    zk.create(f"{IDS}/seed", b"", makepath=True)
+    watched = WatchedChildren(zk)
+    for i in range(50):
+        watched.children([IDS])
+        zk.create(f"{IDS}/c{i:02d}", b"")
+        assert f"c{i:02d}" in watched.children([IDS])[IDS], i
+        zk.delete(f"{IDS}/c{i:02d}")
+        assert f"c{i:02d}" not in watched.children([IDS])[IDS], i
+    assert watched.children([IDS])[IDS] == zk.get_children(IDS) == ["seed"]
+
+
+def test_an_absent_list_is_not_cached(zk) -> None:
+    watched = WatchedChildren(zk)
+    assert watched.children([IDS]) == {IDS: []}
+    zk.create(f"{IDS}/g_a", b"", makepath=True)  # no watch could be set on the absent node
+    assert watched.children([IDS]) == {IDS: ["g_a"]}
+
+
+def test_a_lost_connection_drops_every_list(zk, other) -> None:
+    zk.create(f"{IDS}/g_a", b"", makepath=True)
+    watched = WatchedChildren(zk)
+    assert watched.children([IDS, "/consumers"]) == {IDS: ["g_a"], "/consumers": ["g"]}
+    assert len(watched) == 2
+    # the bridge's connection breaks (kazoo reconnects on its own, within the session)
+    zk._connection._socket.shutdown(socket.SHUT_RDWR)
+    wait_for(lambda: len(watched) == 0, 10, what="lists dropped with the connection")
+    other.create(f"{IDS}/g_b", b"")  # changed while the watches were gone
+    wait_for(lambda: zk.connected, 20, what="reconnected")
+    assert watched.children([IDS])[IDS] == ["g_a", "g_b"]
+
+
+def test_the_reconcile_lists_again(zk) -> None:
+    """``clear`` (what the groups flow's resync calls) is the net for a watch lost any other
+    way: every list is read from ZooKeeper again."""
+    zk.create(f"{IDS}/g_a", b"", makepath=True)
+    watched = WatchedChildren(zk)
+    reader = ConsumerTreeReader(zk, watched=watched)
+    assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
+    assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
+    assert watched.listed == 2
+    watched.clear()
+    assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
+    assert watched.listed == 4
