@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -69,6 +69,34 @@ class KafkaPicture:
     views: dict[str, GroupView]
     partitions: dict[str, int]  # topic -> partition count
     read_at: float
+
+
+@dataclass(frozen=True)
+class ZkPicture:
+    """ZooKeeper's side of a tick, cut to the groups the tick reconciles."""
+
+    wanted: list[str]  # Kafka's groups to mirror (not being deleted)
+    dead: set[str]  # Kafka's groups being deleted (Dead)
+    zk_groups: list[str]  # groups under /consumers passing the filter
+    mirrored: set[str]  # groups the bridge has nodes of
+    registered: dict[str, list[str]]  # group -> consumer ids under its /ids
+    owned: set[str]  # the bridge's nodes of those groups
+    scope: set[str] | None  # None: every group
+
+
+@dataclass
+class Decided:
+    """What the groups' decisions of a tick ask for."""
+
+    desired: dict[str, Desired] = field(
+        default_factory=lambda: {zkpaths.CONSUMERS: Desired(structural=True)}
+    )
+    skipped: dict[str, str] = field(default_factory=dict)  # not mirrored: why
+    mixed: set[str] = field(default_factory=set)  # shared with old consumers
+    stopped: set[str] = field(default_factory=set)  # only in ZooKeeper, no live old consumer
+    refresh: set[str] = field(default_factory=set)  # nodes others write too: read again
+    suggested: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    aside: dict[str, str] = field(default_factory=dict)  # dialects cannot share them: why
 
 
 class GroupMirrorFlow:
@@ -278,119 +306,23 @@ class GroupMirrorFlow:
         return {**views, **read_groups(self.admin, again, types)} if again else views
 
     def tick(self) -> int:
+        """Mirror once; returns the number of znode writes made. Read Kafka's groups and
+        ZooKeeper's consumer tree, decide each group (pure), plan the difference and hand
+        it to the fenced writer, then the commits Kafka needs, storm's spouts and the
+        answers to sync requests."""
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
         if self.follower is not None:
             self.dirty |= set(requests)  # the groups asked about are read again for it
         pic = self._kafka_picture()
-        kinds, views, partitions = pic.kinds, pic.views, pic.partitions
-        # a group being deleted still answers for a moment, as Dead and without offsets
-        dead = {g for g, v in views.items() if v.state == "Dead"}
-        wanted = [g for g in pic.wanted if g not in dead]
-        owned = self.owned()
-        mirrored_groups = {
-            p.split("/")[2] for p in owned if p.count("/") >= 2
-        }  # /consumers/<g>/...
-        zk_groups = [g for g in self.reader.groups() if self.filter(g)]
-        registered = self.reader.consumer_ids(
-            sorted(set(wanted) | mirrored_groups | set(zk_groups))
-        )
-        now = int(time.time() * 1000)
-        scope = self._scope(pic, wanted, zk_groups, mirrored_groups, registered, owned, requests)
-        if scope is not None:  # with a follower: groups that may have changed, and a page
-            wanted = [g for g in wanted if g in scope]
-            zk_groups = [g for g in zk_groups if g in scope]
-            mirrored_groups &= scope
-            owned = {p for p in owned if _group_of(p) in scope}
-
-        desired: dict[str, Desired] = {zkpaths.CONSUMERS: Desired(structural=True)}
-        skipped: dict[str, str] = {}
-        mixed: set[str] = set()
-        stopped: set[str] = set()  # only in ZooKeeper, no live old consumer
-        refresh: set[str] = set()
-        suggested: dict[str, dict[TopicPartition, int]] = {}  # offsets decisions ask for
-        aside: dict[str, str] = {}  # groups whose dialects cannot share them: why
-        for g in sorted(set(wanted) | set(zk_groups)):
-            legacy = legacy_members(g, registered.get(g, []), owned)
-            legacy, refusal = self._dialects(g, legacy, views.get(g))
-            refusal = refusal or next_gen_refusal(views.get(g), legacy)
-            if refusal:
-                aside[g] = refusal
-                desired.update(stand_aside(g, self.known, owned))
-                continue
-            if legacy and self.coexist is not None and g not in dead:
-                mixed.add(g)
-                state, threads = self.coexist.read_state(g, legacy, owned, partitions)
-                self.coexist.ensure_proxies(g, threads)
-                refused = self.coexist.refusal(g, views.get(g))
-                if refused:
-                    self._report_once(g, refused, "refused")
-                mixed_decision = self.coexist.decide(
-                    g, views.get(g), state, partitions, self.known, now
-                )
-                mixed_desired = mixed_decision.desired if mixed_decision else {}
-                mixed_desired = mixed_desired or frozen(g, self.known, owned)
-                suggested[g] = mixed_decision.offsets if mixed_decision else {}
-                desired.update(mixed_desired)
-                refresh.update(mixed_desired)  # old consumers change these nodes all the time
-                continue
-            if g not in kinds and g in zk_groups and not legacy:
-                stopped.add(g)  # its offsets still migrate: see _stopped_views
-                continue
-            if g not in kinds or g in dead:
-                continue
-            if g not in views:
-                skipped[g] = f"protocol type {kinds[g]!r} is not 'consumer'"
-                continue
-            decision = decide_group(views[g], self.known, owned, legacy, partitions, now)
-            desired.update(decision.desired)
-            suggested[g] = decision.offsets
-            if decision.skipped:
-                skipped[g] = decision.skipped
-            for problem in decision.problems:
-                self._report_once(g, problem, "partial")
-        if self.coexist is not None:
-            for g in self.coexist.groups() - mixed:
-                self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
-        for g in mirrored_groups - set(wanted) - mixed - set(aside):
-            desired.update(decide_deleted_group(g, self.known, owned, self.on_deleted))
-        for g, reason in skipped.items():
-            if self.skipped.get(g) != reason:
-                self._report_once(g, f"not mirrored: {reason}", "skipped")
-        if scope is not None:
-            skipped = {g: r for g, r in self.skipped.items() if g not in scope} | skipped
-        self.skipped = skipped
-        for g, reason in aside.items():
-            self._report_once(g, reason, "dialect")
-        if scope is not None:
-            aside = {g: r for g, r in self.refused.items() if g not in scope} | aside
-        self.refused = aside
-        wanted = [g for g in wanted if g not in aside]
-
-        stopped_views = self._stopped_views(stopped, owned)
-        to_kafka = self._offsets_by_mode(
-            desired, pic, wanted, mixed, owned, refresh, stopped_views, suggested
-        )
-
-        unknown = [p for p in desired if p not in self.known or p in refresh]
-        fresh = read_nodes(self.zk, unknown)
-        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
-        plan = plan_writes(desired, current, owned, self.writer.session_id)
-        for c in plan.conflicts:
-            self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
-        # adopt what was read, so the planner and the known tree agree
-        every = self.owned()
-        self.known = {p: n for p, n in current.items() if p in desired or p in every}
-        written = 0
-        try:
-            if plan.ops:
-                self.writer.apply(plan.ops, self.known)
-                written = len(plan.ops)
-        except BatchRejected as exc:
-            log.warning("group batch rejected (%s); retrying group by group", exc)
-            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
-            written = self._apply_per_group(desired, scope)
+        tree = self._zk_picture(pic, requests)
+        decided = self._decide(pic, tree)
+        self._keep_outcomes(decided, tree.scope)
+        wanted = [g for g in tree.wanted if g not in decided.aside]
+        stopped = self._stopped_views(decided.stopped, tree.owned)
+        to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped)
+        written = self._write(decided, tree)
         METRICS.writes.labels(flow=self.name).inc(written)
         self._commit_to_kafka(to_kafka)
         for g, after in self.storm.tick(self.records, set(requests)).items():
@@ -400,6 +332,129 @@ class GroupMirrorFlow:
                 self._after[g] = after
         self._answer_sync_requests(requests)
         return written
+
+    def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
+        """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the
+        bridge has nodes of, who is registered, cut to the tick's scope (``_scope``)."""
+        # a group being deleted still answers for a moment, as Dead and without offsets
+        dead = {g for g, v in pic.views.items() if v.state == "Dead"}
+        wanted = [g for g in pic.wanted if g not in dead]
+        owned = self.owned()
+        mirrored = {p.split("/")[2] for p in owned if p.count("/") >= 2}  # /consumers/<g>/...
+        zk_groups = [g for g in self.reader.groups() if self.filter(g)]
+        registered = self.reader.consumer_ids(sorted(set(wanted) | mirrored | set(zk_groups)))
+        scope = self._scope(pic, wanted, zk_groups, mirrored, registered, owned, requests)
+        if scope is not None:  # with a follower: groups that may have changed, and a page
+            wanted = [g for g in wanted if g in scope]
+            zk_groups = [g for g in zk_groups if g in scope]
+            mirrored &= scope
+            owned = {p for p in owned if _group_of(p) in scope}
+        return ZkPicture(wanted, dead, zk_groups, mirrored, registered, owned, scope)
+
+    def _decide(self, pic: KafkaPicture, tree: ZkPicture) -> Decided:
+        """Every group's decision: what its nodes should be, the offsets it asks for."""
+        decided = Decided()
+        now = int(time.time() * 1000)
+        for g in sorted(set(tree.wanted) | set(tree.zk_groups)):
+            self._decide_group(g, pic, tree, decided, now)
+        if self.coexist is not None:
+            for g in self.coexist.groups() - decided.mixed:
+                self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
+        for g in tree.mirrored - set(tree.wanted) - decided.mixed - set(decided.aside):
+            decided.desired.update(decide_deleted_group(g, self.known, tree.owned, self.on_deleted))
+        return decided
+
+    def _decide_group(
+        self, g: str, pic: KafkaPicture, tree: ZkPicture, decided: Decided, now: int
+    ) -> None:
+        """One group: refused (dialects), shared with old consumers (coexistence), stopped
+        (only in ZooKeeper), or a Kafka group mirrored (decide_group)."""
+        view = pic.views.get(g)
+        legacy = legacy_members(g, tree.registered.get(g, []), tree.owned)
+        legacy, refusal = self._dialects(g, legacy, view)
+        refusal = refusal or next_gen_refusal(view, legacy)
+        if refusal:
+            decided.aside[g] = refusal
+            decided.desired.update(stand_aside(g, self.known, tree.owned))
+        elif legacy and self.coexist is not None and g not in tree.dead:
+            self._decide_mixed(self.coexist, g, legacy, pic, tree.owned, decided, now)
+        elif g not in pic.kinds and g in tree.zk_groups and not legacy:
+            decided.stopped.add(g)  # its offsets still migrate: see _stopped_views
+        elif g not in pic.kinds or g in tree.dead:
+            return
+        elif view is None:
+            decided.skipped[g] = f"protocol type {pic.kinds[g]!r} is not 'consumer'"
+        else:
+            decision = decide_group(view, self.known, tree.owned, legacy, pic.partitions, now)
+            decided.desired.update(decision.desired)
+            decided.suggested[g] = decision.offsets
+            if decision.skipped:
+                decided.skipped[g] = decision.skipped
+            for problem in decision.problems:
+                self._report_once(g, problem, "partial")
+
+    def _decide_mixed(
+        self,
+        coexist: Coexistence,
+        g: str,
+        legacy: list[str],
+        pic: KafkaPicture,
+        owned: set[str],
+        decided: Decided,
+        now: int,
+    ) -> None:
+        """A group with old consumers registered: the coexistence decides it (proxies,
+        hand-over), or its nodes stay as they are."""
+        decided.mixed.add(g)
+        view = pic.views.get(g)
+        state, threads = coexist.read_state(g, legacy, owned, pic.partitions)
+        coexist.ensure_proxies(g, threads)
+        refused = coexist.refusal(g, view)
+        if refused:
+            self._report_once(g, refused, "refused")
+        decision = coexist.decide(g, view, state, pic.partitions, self.known, now)
+        desired = (decision.desired if decision else {}) or frozen(g, self.known, owned)
+        decided.suggested[g] = decision.offsets if decision else {}
+        decided.desired.update(desired)
+        decided.refresh.update(desired)  # old consumers change these nodes all the time
+
+    def _keep_outcomes(self, decided: Decided, scope: set[str] | None) -> None:
+        """Report and keep the groups not mirrored and the ones refused (for the CLI); a
+        group outside this tick's scope keeps what its last decision said."""
+        for g, reason in decided.skipped.items():
+            if self.skipped.get(g) != reason:
+                self._report_once(g, f"not mirrored: {reason}", "skipped")
+        for g, reason in decided.aside.items():
+            self._report_once(g, reason, "dialect")
+        skipped, aside = decided.skipped, decided.aside
+        if scope is not None:
+            skipped = {g: r for g, r in self.skipped.items() if g not in scope} | skipped
+            aside = {g: r for g, r in self.refused.items() if g not in scope} | aside
+        self.skipped = skipped
+        self.refused = aside
+
+    def _write(self, decided: Decided, tree: ZkPicture) -> int:
+        """Plan the difference between the desired and the current nodes and apply it
+        fenced; a rejected batch is retried group by group."""
+        desired, refresh = decided.desired, decided.refresh
+        unknown = [p for p in desired if p not in self.known or p in refresh]
+        fresh = read_nodes(self.zk, unknown)
+        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
+        plan = plan_writes(desired, current, tree.owned, self.writer.session_id)
+        for c in plan.conflicts:
+            self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
+        # adopt what was read, so the planner and the known tree agree
+        every = self.owned()
+        self.known = {p: n for p, n in current.items() if p in desired or p in every}
+        if not plan.ops:
+            return 0
+        try:
+            self.writer.apply(plan.ops, self.known)
+            return len(plan.ops)
+        except BatchRejected as exc:
+            log.warning("group batch rejected (%s); retrying group by group", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            return self._apply_per_group(desired, tree.scope)
 
     def _dialects(
         self, group: str, legacy: list[str], view: GroupView | None
@@ -516,80 +571,79 @@ class GroupMirrorFlow:
 
     def _offsets_by_mode(
         self,
-        desired: dict[str, Desired],
+        decided: Decided,
         pic: KafkaPicture,
         wanted: list[str],
-        mixed: set[str],
         owned: set[str],
-        refresh: set[str],
         stopped: dict[str, GroupView],
-        suggested: dict[str, dict[TopicPartition, int]],
     ) -> dict[str, dict[TopicPartition, int]]:
         """Each group's offset nodes as its storage mode wants them (see decide.migration),
-        given the offsets the decisions ask for; returns the commits Kafka needs. Infers and
-        records the mode of new groups."""
+        given the offsets the decisions ask for, into ``decided``; returns the commits
+        Kafka needs. Infers and records the mode of new groups."""
         if self._picture_read_at != pic.read_at or not self.records:
             self.records = read_records(self.zk, self.root)
             self._picture_read_at = pic.read_at
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
+        mixed = decided.mixed
         groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))
         read = self._zk_offsets(groups, owned)  # every group's nodes in one pipelined read
         inferred: dict[str, StorageMode] = {}
         for g in groups:
-            view = pic.views.get(g) or stopped.get(g)
             zk_offsets, owned_offsets = read[g]
-            entry = self.records.get(g)
-            if entry is None:
-                mode = infer_mode(g in mixed, bool(set(zk_offsets) - owned_offsets), g in pic.kinds)
+            mode = self._mode(g, g in mixed, bool(set(zk_offsets) - owned_offsets), pic)
+            if g not in self.records:
                 inferred[g] = mode
-            else:
-                mode = entry[0].mode
             modes[mode] += 1
-            kafka = None
-            writers: set[TopicPartition] | None = None  # partitions Kafka members commit
-            if view is not None and not view.error:
-                kafka = dict(view.offsets)
-                settled = view.state in ("Stable", "Empty") or (
-                    view.state == "Dead" and not view.members  # a stopped group, not in Kafka
-                )
-                if settled and not (self.coexist is not None and g in self.coexist.pending):
-                    writers = {
-                        TopicPartition(t, p)
-                        for m in view.members
-                        if m.client_id != PROXY_CLIENT_ID
-                        for t, ps in (m.assignment or {}).items()
-                        for p in ps
-                    }
+            view = pic.views.get(g) or stopped.get(g)
+            kafka, writers = self._kafka_side(g, view)
             plan = offset_nodes(
                 g,
                 mode,
                 zk_offsets,
                 owned_offsets,
                 kafka,
-                suggested.get(g, {}),
+                decided.suggested.get(g, {}),
                 set(pic.partitions),
                 writers,
             )
-            desired.update(plan.desired)
+            decided.desired.update(plan.desired)
             if mode is not StorageMode.KAFKA or g in mixed:
-                refresh.update(plan.desired)  # consumers write these nodes too
+                decided.refresh.update(plan.desired)  # consumers write these nodes too
             if plan.to_kafka:
                 to_kafka[g] = plan.to_kafka
-            self._after[g] = {
-                tp: (
-                    max(zk_offsets.get(tp, -1), plan.written_zk.get(tp, -1)),
-                    max((kafka or {}).get(tp, -1), plan.to_kafka.get(tp, -1)),
-                )
-                for tp in set(zk_offsets) | set(kafka or {})
-            }
-        if inferred:  # recorded in batches, not one round trip per group
-            at_ms = int(time.time() * 1000)
-            made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
-            self.records.update({g: (record, 0) for g, record in made.items()})
+            self._after[g] = _both_after(zk_offsets, kafka, plan.written_zk, plan.to_kafka)
+        self._record_inferred(inferred)
         for mode, count in modes.items():
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)
         return to_kafka
+
+    def _mode(self, g: str, mixed: bool, foreign_zk_offsets: bool, pic: KafkaPicture):
+        """The group's recorded storage mode, or the one inferred from where its offsets
+        are (old consumers, offsets in ZooKeeper the bridge did not write, a Kafka group)."""
+        entry = self.records.get(g)
+        if entry is not None:
+            return entry[0].mode
+        return infer_mode(mixed, foreign_zk_offsets, g in pic.kinds)
+
+    def _kafka_side(
+        self, g: str, view: GroupView | None
+    ) -> tuple[dict[TopicPartition, int] | None, set[TopicPartition] | None]:
+        """Kafka's offsets of the group (None: unreadable) and the partitions its members
+        commit themselves (None: unknown, mid-rebalance or a hand-over pending)."""
+        if view is None or view.error:
+            return None, None
+        if self.coexist is not None and g in self.coexist.pending:
+            return dict(view.offsets), None
+        return dict(view.offsets), _kafka_writers(view)
+
+    def _record_inferred(self, inferred: dict[str, StorageMode]) -> None:
+        """Record the modes inferred this tick, in batches (not a round trip per group)."""
+        if not inferred:
+            return
+        at_ms = int(time.time() * 1000)
+        made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
+        self.records.update({g: (record, 0) for g, record in made.items()})
 
     def _zk_offsets(
         self, groups: list[str], owned: set[str]
@@ -639,6 +693,38 @@ class GroupMirrorFlow:
         self._reported.add(key)
         METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
         log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
+
+
+def _kafka_writers(view: GroupView) -> set[TopicPartition] | None:
+    """The partitions the group's Kafka members (not the bridge's proxies) own and commit
+    themselves; None while the group is not settled (mid-rebalance: unknown)."""
+    # a Dead group without members is a stopped group, not in Kafka
+    settled = view.state in ("Stable", "Empty") or (view.state == "Dead" and not view.members)
+    if not settled:
+        return None
+    return {
+        TopicPartition(t, p)
+        for m in view.members
+        if m.client_id != PROXY_CLIENT_ID
+        for t, ps in (m.assignment or {}).items()
+        for p in ps
+    }
+
+
+def _both_after(
+    zk: dict[TopicPartition, int],
+    kafka: dict[TopicPartition, int] | None,
+    written_zk: dict[TopicPartition, int],
+    to_kafka: dict[TopicPartition, int],
+) -> dict[TopicPartition, tuple[int, int]]:
+    """Per partition, the (ZooKeeper, Kafka) offsets as this tick leaves them."""
+    return {
+        tp: (
+            max(zk.get(tp, -1), written_zk.get(tp, -1)),
+            max((kafka or {}).get(tp, -1), to_kafka.get(tp, -1)),
+        )
+        for tp in set(zk) | set(kafka or {})
+    }
 
 
 def _unknown_topics(view: GroupView | None, pic: KafkaPicture) -> bool:
