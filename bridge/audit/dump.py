@@ -1,4 +1,4 @@
-"""Reading ``__consumer_offsets`` and log-end offsets from Kafka, and a file dump of both.
+"""A file dump of ``__consumer_offsets`` and log-end offsets (read through ``bridge.kafka``).
 
 The audit reads the topic through Spark's Kafka source; this module is the other way in: a
 dump taken once (``zk-bridge audit dump``) and audited anywhere, offline, or a synthetic dump
@@ -58,55 +58,18 @@ class RawRecord:
 def read_offsets_topic(
     bootstrap_servers: str, *, timeout_s: float = 60.0, **client_options: Any
 ) -> Iterator[RawRecord]:
-    """Every record of ``__consumer_offsets`` up to the end offsets seen at the start.
-
-    Reads committed data only (``read_committed``): an aborted transactional offset commit
-    never took effect, so it must not count. Raises :class:`DumpError` when the topic does
-    not exist or the end is not reached within ``timeout_s`` of no progress.
+    """Every record of ``__consumer_offsets`` up to the end offsets seen at the start,
+    committed data only, read by :func:`bridge.kafka.offsets_log.read_to_end`. Raises
+    :class:`DumpError` when the topic does not exist or the end is not reached within
+    ``timeout_s`` of no progress.
     """
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KafkaTP  # the consumer's own key type
+    from bridge.kafka.offsets_log import OffsetsLogError, read_to_end
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap_servers.split(","),
-        group_id=None,
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-        exclude_internal_topics=False,
-        max_partition_fetch_bytes=4 * 1024 * 1024,
-        **client_options,
-    )
     try:
-        parts = consumer.partitions_for_topic(OFFSETS_TOPIC)
-        if not parts:
-            raise DumpError(
-                f"topic {OFFSETS_TOPIC} does not exist on {bootstrap_servers}: "
-                "no group has committed offsets to this cluster yet"
-            )
-        tps = [KafkaTP(OFFSETS_TOPIC, p) for p in sorted(parts)]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        end = consumer.end_offsets(tps)
-        pending = {tp for tp in tps if consumer.position(tp) < end[tp]}
-        last_progress = time.monotonic()
-        while pending:
-            batch = consumer.poll(timeout_ms=500, max_records=10_000)
-            for tp, records in batch.items():
-                for rec in records:
-                    if rec.offset >= end[tp]:
-                        continue
-                    yield RawRecord(tp.partition, rec.offset, rec.timestamp, rec.key, rec.value)
-            if batch:
-                last_progress = time.monotonic()
-            # positions also move past control records (transaction markers), not only data
-            pending = {tp for tp in pending if consumer.position(tp) < end[tp]}
-            if pending and time.monotonic() - last_progress > timeout_s:
-                raise DumpError(
-                    f"reading {OFFSETS_TOPIC} made no progress for {timeout_s:.0f}s; "
-                    f"{len(pending)} partitions short of their end offsets"
-                )
-    finally:
-        consumer.close()
+        for row in read_to_end(bootstrap_servers, timeout_s=timeout_s, **client_options):
+            yield RawRecord(*row)
+    except OffsetsLogError as exc:
+        raise DumpError(str(exc)) from None
 
 
 def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[TopicPartition, int]:
@@ -115,15 +78,9 @@ def log_end_offsets(admin, topics: Iterable[str] | None = None) -> dict[TopicPar
     Topics that no longer exist are left out: the audit reports their offsets as pointing at
     a missing partition rather than guessing an end.
     """
-    from bridge.kafka.cluster import partition_counts
-    from bridge.kafka.offsets import log_ends
+    from bridge.kafka.offsets import topic_log_ends
 
-    if topics is None:
-        names = [t for t in admin.list_topics() if not t.startswith("__")]
-    else:
-        names = sorted(set(topics))
-    counts = partition_counts(admin, names)
-    return log_ends(admin, [TopicPartition(t, p) for t, n in counts.items() for p in range(n)])
+    return topic_log_ends(admin, topics)
 
 
 # -- files -------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from kafka import TopicPartition as KafkaTP
 from kafka.admin import OffsetSpec
 
 from bridge.kafka.calls import admin_call, bound_s, retrying
+from bridge.kafka.cluster import partition_counts
 from zkpaths import TopicPartition
 
 Spec = Literal["earliest", "latest"]
@@ -45,3 +46,16 @@ def log_offsets(
 def log_ends(admin: KafkaAdminClient, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
     """The log-end offset of each partition in ``tps``."""
     return log_offsets(admin, tps, "latest")
+
+
+def topic_log_ends(
+    admin: KafkaAdminClient, topics: Iterable[str] | None = None
+) -> dict[TopicPartition, int]:
+    """The log-end offset of every partition of ``topics`` (every non-internal topic if
+    None); a topic that no longer exists is left out."""
+    if topics is None:
+        names = [t for t in admin.list_topics() if not t.startswith("__")]
+    else:
+        names = sorted(set(topics))
+    counts = partition_counts(admin, names)
+    return log_ends(admin, [TopicPartition(t, p) for t, n in counts.items() for p in range(n)])

@@ -1,4 +1,6 @@
-"""Follows ``__consumer_offsets``: which groups changed, as they change (issue 14).
+"""Reads ``__consumer_offsets``: follows which groups changed, as they change (issue 14),
+and reads it once from the beginning to the end (the audit's dump); the one place that
+consumes the topic's partitions.
 
 Every offset commit and every group metadata change is a record of that compacted topic,
 so reading it says *which* groups changed without asking the group APIs about every group
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -78,6 +80,68 @@ Start = Literal["beginning", "end"]
 Report = Callable[[str, str], None]
 
 
+class OffsetsLogError(RuntimeError):
+    """The topic cannot be read to its end; the message says why (no such topic, stuck)."""
+
+
+def _consumer(servers: str | list[str], **options: Any) -> KafkaConsumer:
+    """A consumer without a group that reads committed data only (``read_committed``: an
+    aborted transactional offset commit never took effect, so it must not count)."""
+    return KafkaConsumer(
+        bootstrap_servers=servers.split(",") if isinstance(servers, str) else servers,
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        exclude_internal_topics=False,
+        **options,
+    )
+
+
+def read_to_end(
+    bootstrap_servers: str,
+    *,
+    topic: str = OFFSETS_TOPIC,
+    timeout_s: float = 60.0,
+    **client_options: Any,
+) -> Iterator[tuple[int, int, int, bytes, bytes | None]]:
+    """Every record of ``topic`` up to the end offsets seen at the start, as ``(partition,
+    offset, timestamp, key, value)``. Raises :class:`OffsetsLogError` when the topic does
+    not exist or the end is not reached within ``timeout_s`` of no progress."""
+    consumer = _consumer(
+        bootstrap_servers, max_partition_fetch_bytes=4 * 1024 * 1024, **client_options
+    )
+    try:
+        parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            raise OffsetsLogError(
+                f"topic {topic} does not exist on {bootstrap_servers}: "
+                "no group has committed offsets to this cluster yet"
+            )
+        tps = [KafkaTP(topic, p) for p in sorted(parts)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end = consumer.end_offsets(tps)
+        pending = {tp for tp in tps if consumer.position(tp) < end[tp]}
+        last_progress = time.monotonic()
+        while pending:
+            batch = consumer.poll(timeout_ms=500, max_records=10_000)
+            for tp, records in batch.items():
+                for rec in records:
+                    if rec.offset < end[tp]:
+                        yield tp.partition, rec.offset, rec.timestamp, rec.key, rec.value
+            if batch:
+                last_progress = time.monotonic()
+            # positions also move past control records (transaction markers), not only data
+            pending = {tp for tp in pending if consumer.position(tp) < end[tp]}
+            if pending and time.monotonic() - last_progress > timeout_s:
+                raise OffsetsLogError(
+                    f"reading {topic} made no progress for {timeout_s:.0f}s; "
+                    f"{len(pending)} partitions short of their end offsets"
+                )
+    finally:
+        consumer.close()
+
+
 def _log_report(subject: str, message: str) -> None:
     METRICS.node_problems.labels(flow="offsets_log", kind="record").inc()
     log.warning("%s: %s", subject, message)
@@ -116,14 +180,8 @@ class OffsetsLogFollower:
         self._reported: set[str] = set()
         self._positions: dict[int, int] = {}
         self._ends: dict[int, int] = {}
-        self.consumer = KafkaConsumer(
-            bootstrap_servers=servers.split(",") if isinstance(servers, str) else servers,
-            group_id=None,
-            enable_auto_commit=False,
-            isolation_level="read_committed",
-            exclude_internal_topics=False,
-            auto_offset_reset="earliest",
-            **dict(client_options or {}),
+        self.consumer = _consumer(
+            servers, auto_offset_reset="earliest", **dict(client_options or {})
         )
         self._start = start
         self.assigned = False
