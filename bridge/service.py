@@ -207,13 +207,13 @@ class Bridge:
         self._session_lost.clear()
         try:
             epoch = claim_epoch(self.zk, f"{self.root}/epoch", self.identity)
-            repair_acls(self.zk, self.zk.acl_policy, epoch)
+            writer = FencedWriter(self.zk, epoch, Ledger(self.root), halted=self.stop_event)
+            repair_acls(self.zk, self.zk.acl_policy, writer)
             self.is_leader = True
             self.flow_intervals, self.last_ok = {}, {}
             self.state = "leader"
             METRICS.leader.set(1)
             METRICS.epoch.set(epoch.value)
-            writer = FencedWriter(self.zk, epoch, Ledger(self.root), halted=self.stop_event)
             flows = self._flows(writer)
             self._run_flows(flows)
         except Fenced as exc:

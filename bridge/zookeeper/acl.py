@@ -13,14 +13,14 @@ import logging
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, TransactionRequest
-from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.security import ACL
 
 from bridge.config import ZooKeeperSettings
 from bridge.decide.acl import AclPolicy, identity, same_acl
-from bridge.zookeeper.fence import Epoch, Fenced
-from bridge.zookeeper.writer import OWNED
+from bridge.decide.plan import Create, SetData
+from bridge.zookeeper.writer import OWNED, BatchRejected, FencedWriter
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +86,15 @@ class RepairReport:
     skipped: bool = False
 
 
-def repair_acls(client: KazooClient, policy: AclPolicy, epoch: Epoch) -> RepairReport:
+def repair_acls(client: KazooClient, policy: AclPolicy, writer: FencedWriter) -> RepairReport:
     """Give the policy's ACL to every node under the root and every node the ledger says the
     bridge created, unless ``<root>/acl`` says that was already done for this policy.
 
     ZooKeeper's multi-op cannot carry a setACL, so the ACL changes are not fenced; they are
-    idempotent for one policy. The record of the policy is written fenced (I3) and only when
-    every node could be changed: a node the bridge may not administer (created by another
-    identity) is reported, and the repair is tried again at the next election.
+    idempotent for one policy. The record of the policy is written through the fenced
+    writer (I3) and only when every node could be changed: a node the bridge may not
+    administer (created by another identity) is reported, and the repair is tried again at
+    the next election.
     """
     root = policy.root.rstrip("/") or "/"
     marker = f"{root}/acl"
@@ -125,7 +126,7 @@ def repair_acls(client: KazooClient, policy: AclPolicy, epoch: Epoch) -> RepairR
             ", ".join(report.denied[:3]),
         )
         return report
-    _record_policy(client, epoch, marker, want, stat)
+    _record_policy(writer, marker, want, stat)
     return report
 
 
@@ -155,21 +156,13 @@ def _apply_policy(
             report.denied.append(p)
 
 
-def _record_policy(
-    client: KazooClient, epoch: Epoch, marker: str, want: bytes, stat: ZnodeStat | None
-) -> None:
+def _record_policy(writer: FencedWriter, marker: str, want: bytes, stat: ZnodeStat | None) -> None:
     """Write the policy's record behind the epoch check (I3); ``Fenced`` when deposed."""
-    txn = client.transaction()
-    txn.check(epoch.path, epoch.version)
-    if stat is None:
-        txn.create(marker, want)
-    else:
-        txn.set_data(marker, want, stat.version)
-    results = txn.commit()
-    if isinstance(results[0], BadVersionError | NoNodeError):
-        raise Fenced(f"epoch {epoch.value} is no longer current")
-    if isinstance(results[1], Exception):  # tried again at the next election
-        log.warning("could not record the ACL policy at %s: %s", marker, type(results[1]).__name__)
+    op = Create(marker, want) if stat is None else SetData(marker, want, stat.version)
+    try:
+        writer.apply_own([op])
+    except BatchRejected as exc:  # tried again at the next election
+        log.warning("could not record the ACL policy at %s: %s", marker, type(exc.error).__name__)
 
 
 def _walk(client: KazooClient, root: str) -> dict[str, bytes]:

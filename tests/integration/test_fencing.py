@@ -9,7 +9,9 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
+from bridge.decide.acl import AclPolicy
 from bridge.decide.plan import Create, Delete, Node, SetData
+from bridge.zookeeper.acl import repair_acls
 from bridge.zookeeper.fence import Fenced, claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
@@ -39,11 +41,19 @@ def test_a_deposed_writer_has_every_batch_rejected(stack, chroot):
         assert not a.exists("/brokers/ids/1")
         assert a.get("/brokers/ids")[0] == b""
         assert not a.exists(f"{ROOT}/owned/brokers/ids/1")  # the ledger did not move either
+        # the ACL repair records its policy through the fenced writer too
+        policy = AclPolicy(None, ROOT)
+        with pytest.raises(Fenced):
+            repair_acls(a, policy, old)
+        assert not a.exists(f"{ROOT}/acl")
 
         successor = FencedWriter(b, new_epoch, Ledger(ROOT))
         successor.ledger.load(b, ["/brokers"])
         successor.apply([Create("/brokers/ids/2", b"ok", ephemeral=True)], {})
         assert b.exists("/brokers/ids/2")
+        assert not repair_acls(b, policy, successor).skipped
+        assert b.get(f"{ROOT}/acl")[0] == policy.fingerprint().encode()
+        assert repair_acls(b, policy, successor).skipped  # recorded: not done again
     finally:
         a.stop()
         b.stop()
