@@ -108,13 +108,13 @@ def test_a_new_cluster_id_never_starts_with_a_dash(monkeypatch) -> None:
     import base64
     import uuid
 
-    from bridge.devstack import stack
+    from bridge.devstack import servers
 
     dash = uuid.UUID(bytes=b"\xf8" + bytes(15))  # url-safe base64 of 0xf8... is "-..."
     plain = uuid.UUID(bytes=b"\x00" + bytes(15))
     assert base64.urlsafe_b64encode(dash.bytes).decode().startswith("-")
     draws = iter([dash, dash, plain])
-    monkeypatch.setattr(stack.uuid, "uuid4", lambda: next(draws))
-    cid = stack._new_cluster_id()
+    monkeypatch.setattr(servers.uuid, "uuid4", lambda: next(draws))
+    cid = servers._new_cluster_id()
     assert cid == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")
     assert len(cid) == 22
