@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -35,7 +34,15 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from bench.offsets import OffsetBench, dist, pct, read_all, verdict
+from bench.offsets import (
+    OffsetBench,
+    bench_session,
+    dist,
+    parse_common,
+    pct,
+    read_all,
+    verdict,
+)
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_COLD_S = 60.0  # every offset node mirrored after a (cold) start
@@ -114,22 +121,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rate", type=float, default=TARGET_RATE, help="offset updates/s")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of the sustained phase")
     ap.add_argument("--drain-seconds", type=float, default=60.0, help="wait for stragglers")
-    ap.add_argument("--watch-nodes", type=int, default=1000, help="watch at most ~this many")
-    ap.add_argument("--workers", type=int, default=8, help="committer threads")
-    ap.add_argument("--zookeeper", help="HOST:PORT of ZooKeeper (default: a private stack)")
-    ap.add_argument("--bootstrap-server", help="Kafka bootstrap servers")
-    ap.add_argument(
-        "--bridge-source",
-        type=Path,
-        default=Path(__file__).resolve().parents[1],
-        help="run the bridge from this source tree (default: this one), to compare a change",
-    )
-    args = ap.parse_args(argv)
-    if min(args.groups, args.partitions) < 1 or min(args.rate, args.seconds) <= 0:
-        ap.error("--groups, --partitions, --rate and --seconds must be positive")
-    if bool(args.zookeeper) != bool(args.bootstrap_server):
-        ap.error("give both --zookeeper and --bootstrap-server, or neither")
-    return args
+    return parse_common(ap, argv)
 
 
 def report(
@@ -204,18 +196,7 @@ def report(
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    stack = None
-    pids: dict[str, int] = {"bench": os.getpid()}
-    if not args.zookeeper:
-        from bridge.devstack.stack import private_stack
-
-        print("starting a local stack ...", flush=True)
-        stack = private_stack("kzb-bench-")
-        args.zookeeper, args.bootstrap_server = stack.zk_connect, stack.bootstrap_servers
-        pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
-    b: OffsetBench | None = None
-    try:
-        b = OffsetBench(args, pids)
+    with bench_session(args) as b:
         nodes = b.G * b.P
         print(f"raw ceiling: {nodes} creates ...", flush=True)
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -229,11 +210,6 @@ def main(argv: list[str] | None = None) -> int:
         rss = peak_rss_mb(b.bridge.pid)
         report(b, raw, cold, sustained, rss)
         return 0
-    finally:
-        if b is not None:
-            b.close(private_stack=stack is not None)
-        if stack is not None:
-            stack.discard()
 
 
 if __name__ == "__main__":

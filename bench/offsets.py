@@ -43,8 +43,9 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
@@ -947,17 +948,9 @@ def _print_targets(
     )
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.offsets", description=(__doc__ or "").split("\n")[0]
-    )
-    ap.add_argument("--groups", type=int, default=10, help="consumer groups (G)")
-    ap.add_argument("--partitions", type=int, default=20, help="partitions of the topic (P)")
-    ap.add_argument("--rate", type=float, default=1000.0, help="offset updates/s to commit")
-    ap.add_argument("--seconds", type=float, default=10.0, help="length of the sustained phase")
-    ap.add_argument("--burst-seconds", type=float, default=5.0, help="length of the burst")
-    ap.add_argument("--raw-seconds", type=float, default=3.0, help="length of a raw ceiling")
-    ap.add_argument("--drain-seconds", type=float, default=30.0, help="wait for stragglers")
+def parse_common(ap: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``ap`` with the options every offsets bench shares (where to run, how to watch)
+    added, parsed from ``argv`` and checked."""
     ap.add_argument("--watch-nodes", type=int, default=1000, help="watch at most ~this many")
     ap.add_argument("--workers", type=int, default=8, help="committer threads")
     ap.add_argument("--zookeeper", help="HOST:PORT of ZooKeeper (default: a private stack)")
@@ -974,6 +967,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     if bool(args.zookeeper) != bool(args.bootstrap_server):
         ap.error("give both --zookeeper and --bootstrap-server, or neither")
     return args
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.offsets", description=(__doc__ or "").split("\n")[0]
+    )
+    ap.add_argument("--groups", type=int, default=10, help="consumer groups (G)")
+    ap.add_argument("--partitions", type=int, default=20, help="partitions of the topic (P)")
+    ap.add_argument("--rate", type=float, default=1000.0, help="offset updates/s to commit")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of the sustained phase")
+    ap.add_argument("--burst-seconds", type=float, default=5.0, help="length of the burst")
+    ap.add_argument("--raw-seconds", type=float, default=3.0, help="length of a raw ceiling")
+    ap.add_argument("--drain-seconds", type=float, default=30.0, help="wait for stragglers")
+    return parse_common(ap, argv)
 
 
 def _burst(
@@ -996,16 +1003,28 @@ def _burst(
     return burst, peak, len({s.mzxid for s in states.values()})
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
+@contextmanager
+def bench_session(args: argparse.Namespace) -> Iterator[OffsetBench]:
+    """An ``OffsetBench`` on the cluster ``args`` name, or on a private local stack that
+    is stopped and removed at the end, as is everything the bench started."""
     pids: dict[str, int] = {"bench": os.getpid()}
     stack = stack_unless_given(args)
     if stack is not None:
         pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
-
     b: OffsetBench | None = None
     try:
         b = OffsetBench(args, pids)
+        yield b
+    finally:
+        if b is not None:
+            b.close(private_stack=stack is not None)
+        if stack is not None:
+            stack.discard()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    with bench_session(args) as b:
         nodes = b.G * b.P
         print(f"raw ZooKeeper ceiling over {nodes} nodes ...", flush=True)
         raw = b.raw_ceiling("/bench-raw", args.raw_seconds)  # before the bridge exists
@@ -1024,11 +1043,6 @@ def main(argv: list[str] | None = None) -> int:
         backlog = b.backlog()
         report(b, initial, raw, sustained, burst, peak, loaded, txns, backlog)
         return 0
-    finally:
-        if b is not None:
-            b.close(private_stack=stack is not None)
-        if stack is not None:
-            stack.discard()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ as member id), which Kafka accepts only while the group has no members. So:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
 import zkpaths
@@ -33,6 +33,28 @@ def some(names: Iterable[str], limit: int = 3) -> str:
     return ", ".join(names[:limit]) + more
 
 
+def refusal_reasons(
+    members: Mapping[str, Member],
+    kafka_clients: Mapping[str, str],
+    dialect: str,
+    with_kafka: Callable[[str], str],
+    with_others: Callable[[list[str]], str],
+) -> tuple[list[str], list[str]]:
+    """The consumer ids of ``dialect`` among ``members`` and, when there are any, why they
+    cannot share the group with its Kafka members (``with_kafka`` of their names) and with
+    its other ZooKeeper consumers (``with_others`` of their ids): the parts of a refusal."""
+    mine = sorted(c for c, m in members.items() if m.dialect == dialect)
+    if not mine:
+        return mine, []
+    others = sorted(c for c, m in members.items() if m.dialect != dialect)
+    why = []
+    if kafka_clients:
+        why.append(with_kafka(some(f"{m} (client {c})" for m, c in kafka_clients.items())))
+    if others:
+        why.append(with_others(others))
+    return mine, why
+
+
 def pykafka_members(members: Mapping[str, Member]) -> list[str]:
     """The consumer ids of ``members`` that are pykafka BalancedConsumers."""
     return sorted(c for c, m in members.items() if m.dialect == PYKAFKA)
@@ -46,24 +68,21 @@ def pykafka_refusal(
     ``members`` are the group's ZooKeeper consumers (the bridge's own mirrored ids left
     out); ``kafka_clients`` its Kafka members other than the bridge's proxies (member id ->
     client id)."""
-    pyk = pykafka_members(members)
-    if not pyk:
-        return None
-    others = sorted(c for c, m in members.items() if m.dialect != PYKAFKA)
-    why = []
-    if kafka_clients:
-        clients = some(f"{m} (client {c})" for m, c in kafka_clients.items())
-        why.append(
+    pyk, why = refusal_reasons(
+        members,
+        kafka_clients,
+        PYKAFKA,
+        lambda clients: (
             f"Kafka group members {clients}: pykafka balances only among /ids nodes holding "
             "its topic name and never sees them, and Kafka refuses pykafka's offset commits "
             "(made outside any generation) while the group has members"
-        )
-    if others:
-        why.append(
+        ),
+        lambda others: (
             f"old ZooKeeper consumers {some(others)}: they cannot parse pykafka's "
             "registration (a bare topic name, not JSON), and they claim owners/<t>/<p> where "
             "pykafka claims owners/<t>/<leader>-<p>, so neither sees the other's claims"
-        )
+        ),
+    )
     if not why:
         return None
     return (

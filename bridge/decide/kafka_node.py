@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bridge.decide.dialects import some
+from bridge.decide.dialects import refusal_reasons, some
 from bridge.decide.handover import is_proxy, range_assignment
 from bridge.kafka.views import KafkaMember
 from zkpaths import TopicPartition
@@ -45,25 +45,22 @@ def kafka_node_refusal(
     ``members``: the group's ZooKeeper consumers (the bridge's mirrored ids left out);
     ``kafka_clients``: its Kafka members other than the bridge's proxies (member id ->
     client id)."""
-    hlc = kafka_node_members(members)
-    if not hlc:
-        return None
-    others = sorted(c for c, m in members.items() if m.dialect != KAFKA_NODE)
-    why = []
-    if kafka_clients:
-        clients = some(f"{m} (client {c})" for m, c in kafka_clients.items())
-        why.append(
+    hlc, why = refusal_reasons(
+        members,
+        kafka_clients,
+        KAFKA_NODE,
+        lambda clients: (
             f"Kafka members {clients}: a HighLevelConsumer delivers the messages of a fetch "
             "still in flight after it released its partitions in ZooKeeper, so no hand-over "
             "to a Kafka member can keep a partition from being fetched twice; those members "
             "are assigned no partitions"
-        )
-    if others:
-        why.append(
+        ),
+        lambda others: (
             f"{members[others[0]].dialect} consumers {some(others)}: kafka-node counts one "
             "consumer where they count each stream and owns partitions without the -<n> "
             "thread suffix, so the two compute different ranges over the same /ids"
-        )
+        ),
+    )
     if not why:
         return None
     return (
