@@ -166,7 +166,9 @@ class ConsumerProcess:
 
 class LegacyConsumerProcess(ConsumerProcess):
     """One JVM running the old Scala consumer with the given flags: 0.10.2.2 (``jars``
-    "legacy"), or another release's classpath from ``SCALA_CONSUMERS``."""
+    "legacy"), or another release's classpath from ``SCALA_CONSUMERS``. ``more``: further
+    connectors in the same JVM, (group, topics, flags) each, one JVM start for several groups
+    (their messages apart: ``of_group``)."""
 
     def __init__(
         self,
@@ -178,23 +180,17 @@ class LegacyConsumerProcess(ConsumerProcess):
         extra: list[str] | None = None,
         log: Path | None = None,
         jars: str = "legacy",
+        more: tuple[tuple[str, list[str], list[str]], ...] = (),
     ) -> None:
-        argv = [
-            _java(),
-            "-Xmx256m",
-            "-cp",
-            harness_classpath(jars_name=jars),
-            "LegacyConsumer",
-            "--zookeeper",
-            zookeeper,
-            "--group",
-            group,
-            "--streams",
-            str(streams),
-        ]
-        for t in topics:
-            argv += ["--topic", t]
-        super().__init__(argv + (extra or []), log)
+        argv = [_java(), "-Xmx256m", "-cp", harness_classpath(jars_name=jars), "LegacyConsumer"]
+        argv += _connector(zookeeper, group, topics, streams, extra or [])
+        for other, other_topics, flags in more:
+            argv += ["--and", *_connector(zookeeper, other, other_topics, 1, flags)]
+        super().__init__(argv, log)
+
+    def of_group(self, group: str) -> list[Consumed]:
+        """The messages the connector of ``group`` took (its thread ids start ``<group>_``)."""
+        return [m for m in self.messages if m.thread.startswith(f"{group}_")]
 
     def wait_consumed(self, n: int, timeout: float = 60) -> None:
         """As ``ConsumerProcess.wait_consumed``; on a timeout the JVM's threads (``jstack``)
@@ -217,6 +213,15 @@ class LegacyConsumerProcess(ConsumerProcess):
             return
         self._stderr.write(b"\n--- jstack after a wait_consumed timeout ---\n" + dump)
         self._stderr.flush()
+
+
+def _connector(
+    zookeeper: str, group: str, topics: list[str], streams: int, extra: list[str]
+) -> list[str]:
+    argv = ["--zookeeper", zookeeper, "--group", group, "--streams", str(streams)]
+    for t in topics:
+        argv += ["--topic", t]
+    return argv + extra
 
 
 class NewConsumerProcess(ConsumerProcess):

@@ -33,6 +33,9 @@
  *                                          per message: wall clock of the first and last message
  *                                          taken, and the key+value bytes consumed; before EXIT
  *   EXIT consumed=<n>                      last line; printed after commitOffsets()+shutdown()
+ * Several connectors (groups) in one JVM: their options separated by "--and", each complete
+ * (--zookeeper, --group, ...); each prints its own CONSUMER, STREAM, READY and EXIT lines, and
+ * its MSG lines carry its own thread ids (<group>_...). The first connector's --log-level wins.
  * Exit status: 0 normally (including after SIGTERM, where the JVM reports 143), 2 on error,
  * 64 on bad arguments.
  */
@@ -443,7 +446,6 @@ public final class LegacyConsumer {
 
     // ------------------------------------------------------------------ main
     int run() throws Exception {
-        configureLogging();
         Runtime.getRuntime().addShutdownHook(new Thread("legacy-consumer-shutdown") {
             @Override
             public void run() {
@@ -518,15 +520,66 @@ public final class LegacyConsumer {
         return exitCode;
     }
 
+    /** The arguments split at each "--and": one connector each. */
+    static List<String[]> connectorArgs(String[] args) {
+        List<String[]> out = new ArrayList<String[]>();
+        List<String> cur = new ArrayList<String>();
+        for (String a : args) {
+            if (a.equals("--and")) {
+                out.add(cur.toArray(new String[0]));
+                cur = new ArrayList<String>();
+            } else {
+                cur.add(a);
+            }
+        }
+        out.add(cur.toArray(new String[0]));
+        return out;
+    }
+
     public static void main(String[] args) throws Exception {
         try {
             out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
         } catch (UnsupportedEncodingException e) {
             throw new AssertionError(e);
         }
-        LegacyConsumer h = new LegacyConsumer();
-        h.parse(args);
-        int code = h.run();
+        List<String[]> specs = connectorArgs(args);
+        final List<LegacyConsumer> hs = new ArrayList<LegacyConsumer>();
+        for (String[] spec : specs) {
+            LegacyConsumer h = new LegacyConsumer();
+            h.parse(spec);
+            hs.add(h);
+        }
+        hs.get(0).configureLogging();
+        if (hs.size() == 1) {
+            int code = hs.get(0).run();
+            out.flush();
+            System.exit(code);
+        }
+        // several connectors (groups) in one JVM, each run as it would alone; one JVM start
+        // instead of one per group. Their MSG lines tell them apart by thread id (<group>_...).
+        final int[] codes = new int[hs.size()];
+        List<Thread> runners = new ArrayList<Thread>();
+        for (int i = 0; i < hs.size(); i++) {
+            final int k = i;
+            Thread t = new Thread("legacy-consumer-connector-" + k) {
+                @Override
+                public void run() {
+                    try {
+                        codes[k] = hs.get(k).run();
+                    } catch (Throwable e) {
+                        emit("ERROR connector " + oneLine(e));
+                        codes[k] = 2;
+                    }
+                }
+            };
+            runners.add(t);
+            t.start();
+        }
+        int code = 0;
+        for (int i = 0; i < runners.size(); i++) {
+            runners.get(i).join();
+            code = Math.max(code, codes[i]);
+        }
         out.flush();
         System.exit(code);
     }
