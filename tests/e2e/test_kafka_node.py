@@ -113,12 +113,24 @@ def _consumed(*consumers) -> dict[tuple[int, int], str]:
     return {(m.partition, m.offset): m.value for c in consumers for m in c.messages}
 
 
-def test_high_level_consumers_consume_and_commit_through_the_gateway(
-    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
-) -> None:
-    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
-    _wait_brokers(zk, stack)
-    topic = _topic(admin, topic_name("kn"))
+def _mode(stack, chroot: str, group: str) -> str:
+    return next(r["mode"] for r in _cli(stack, chroot, "groups") if r["group"] == group)
+
+
+def _step(stack, chroot: str, group: str, to: str) -> None:
+    """A storage-mode step that must pass its gates and be recorded."""
+    out = _migrate(stack, chroot, group, to)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert _mode(stack, chroot, group) == to
+
+
+def check_group_through_the_gateway(stack, zk, admin, bridge, chroot, topic, tmp_path) -> None:
+    """Two HighLevelConsumers behind the gateway (``bridge`` started with ``GATEWAY``): every
+    message consumed, OffsetCommit v0 kept in ZooKeeper and copied into Kafka, the group
+    shown by ``describe``/``groups``; storage mode zookeeper -> dual -> zookeeper (-> kafka
+    refused); after the rollback a ``kill -9`` hands the partitions to the survivor, which
+    resumes at the committed offsets (every new message, none consumed before again) and
+    keeps committing in ZooKeeper, copied into Kafka. Run on 3.9 and on 4.x, the same code."""
     group = f"kn-{uuid.uuid4().hex[:6]}"
     sent = _produce(stack, topic, 0, 60)
     a = _hlc(stack, chroot, group, topic, tmp_path, "a")
@@ -129,7 +141,7 @@ def test_high_level_consumers_consume_and_commit_through_the_gateway(
         ends = {(topic, p): o for p, o in _ends(sent).items()}
         # OffsetCommit v0 through the gateway: ZooKeeper; the bridge copies it into Kafka
         wait_for(lambda: zk_offsets(zk, group, [topic]) == ends, 60, 0.5, "offsets in ZooKeeper")
-        wait_for(lambda: kafka_offsets(admin, group) == ends, 60, 0.5, "offsets in Kafka")
+        wait_for(lambda: kafka_offsets(admin, group) == ends, 90, 0.5, "offsets in Kafka")
 
         def shown():
             d = _cli(stack, chroot, "describe", group)
@@ -144,21 +156,27 @@ def test_high_level_consumers_consume_and_commit_through_the_gateway(
         assert (row["dialects"], row["old_threads"], row["mode"]) == ("kafka-node", 2, "zookeeper")
 
         # storage mode: zookeeper -> dual passes its gates; -> kafka is refused, since the
-        # HighLevelConsumers' commits (OffsetCommit v0) only ever reach ZooKeeper
-        to_dual = _migrate(stack, chroot, group, "dual")
-        assert to_dual.returncode == 0, to_dual.stdout + to_dual.stderr
+        # HighLevelConsumers' commits (OffsetCommit v0) only ever reach ZooKeeper; the
+        # rollback dual -> zookeeper passes its gates (the mode read back after each step)
+        _step(stack, chroot, group, "dual")
         to_kafka = _migrate(stack, chroot, group, "kafka")
         assert to_kafka.returncode == 1, to_kafka.stdout + to_kafka.stderr
         assert "[FAIL] consumers use the target store" in to_kafka.stdout
         assert "commit with OffsetCommit v0" in to_kafka.stdout
+        _step(stack, chroot, group, "zookeeper")
 
-        # kill -9: its owner and ids nodes expire with its session, the other takes over
+        # kill -9: its owner and ids nodes expire with its session, the other takes over at
+        # the committed offsets: every new message, none of the old ones again
+        seen = len(b.messages)
         a.kill()
         wait_for(lambda: len(b.owned) == PARTITIONS, 60, 0.2, "survivor owns every partition")
         more = _produce(stack, topic, 60, 30)
         wait_for(lambda: set(_consumed(b)) >= set(more), 60, 0.2, "new messages after kill -9")
+        after = {(m.partition, m.offset) for m in b.messages[seen:]}
+        assert after == set(more), "after the rollback: every new message, no old one again"
         ends = {(topic, p): o for p, o in _ends({**sent, **more}).items()}
         wait_for(lambda: zk_offsets(zk, group, [topic]) == ends, 60, 0.5, "offsets after kill")
+        wait_for(lambda: kafka_offsets(admin, group) == ends, 90, 0.5, "copied into Kafka")
     finally:
         a.stop()
         b.stop()
@@ -166,6 +184,15 @@ def test_high_level_consumers_consume_and_commit_through_the_gateway(
     assert REFUSED not in log  # negative control of the mixed-group test
     # the killed consumer's proxy, listed until Kafka drops it, is not taken for a new member
     assert "a new member leads this group" not in log and "is static" not in log
+
+
+def test_high_level_consumers_consume_and_commit_through_the_gateway(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    check_group_through_the_gateway(stack, zk, admin, bridge, chroot, topic, tmp_path)
 
 
 def test_without_the_gateway_kraft_refuses_the_commits(
@@ -190,12 +217,10 @@ def test_without_the_gateway_kraft_refuses_the_commits(
     assert kafka_offsets(admin, group) == {}
 
 
-def test_mixed_with_kafka_python_is_refused_in_one_line(
-    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
-) -> None:
-    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
-    _wait_brokers(zk, stack)
-    topic = _topic(admin, topic_name("kn"))
+def check_mixed_with_kafka_python(stack, zk, admin, bridge, chroot, topic, tmp_path) -> None:
+    """A HighLevelConsumer, then a kafka-python consumer in its group: refused in one line,
+    the Kafka member gets nothing until the HighLevelConsumer leaves (``bridge`` started
+    with ``GATEWAY``, so the HighLevelConsumer commits). Run on 3.9 and on 4.x."""
     group = f"kn-{uuid.uuid4().hex[:6]}"
     sent = _produce(stack, topic, 0, 30)
     hlc = _hlc(stack, chroot, group, topic, tmp_path, "hlc")
@@ -211,7 +236,10 @@ def test_mixed_with_kafka_python_is_refused_in_one_line(
             log=tmp_path / "new.log",
         )
         lines = wait_for(
-            lambda: [x for x in bridge.text().splitlines() if REFUSED in x], 90, 0.5, "refusal"
+            lambda: [x for x in bridge.text().splitlines() if f"{group}: {REFUSED}" in x],
+            90,
+            0.5,
+            "refusal",
         )
         assert f"group {group}: " in lines[0] and hlc.consumer_id in lines[0]
         assert "kafka-python-mixed" in lines[0]
@@ -233,15 +261,10 @@ def test_mixed_with_kafka_python_is_refused_in_one_line(
             new.stop()
 
 
-def test_mixed_with_a_scala_consumer_is_refused_in_one_line(
-    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
-) -> None:
+def check_mixed_with_a_scala_consumer(bridge, stack, zk, chroot, topic, tmp_path) -> None:
     """A HighLevelConsumer and a 0.10.2.2 Scala consumer in one group compute different
     ranges over the same /ids (consumers vs threads): the bridge says so and stays out.
     (Negative control of the line: the lone-HLC group of the first test has none.)"""
-    bridge = start_bridge()
-    _wait_brokers(zk, stack)
-    topic = _topic(admin, topic_name("kn"))
     group = f"kn-{uuid.uuid4().hex[:6]}"
     hlc = _hlc(stack, chroot, group, topic, tmp_path, "hlc")
     scala = LegacyConsumerProcess(
@@ -250,7 +273,9 @@ def test_mixed_with_a_scala_consumer_is_refused_in_one_line(
     try:
         scala.wait_ready(120)
         line = wait_for(
-            lambda: next((x for x in bridge.text().splitlines() if REFUSED in x), None),
+            lambda: next(
+                (x for x in bridge.text().splitlines() if f"{group}: {REFUSED}" in x), None
+            ),
             90,
             0.5,
             "refusal",
@@ -262,3 +287,14 @@ def test_mixed_with_a_scala_consumer_is_refused_in_one_line(
     finally:
         scala.stop()
         hlc.stop()
+
+
+def test_mixed_with_kafka_python_or_a_scala_consumer_is_refused_in_one_line(
+    stack, zk, admin, start_bridge, chroot, topic_name, tmp_path
+) -> None:
+    """Both mixes, one bridge (with the gateway) and one topic, a group each."""
+    bridge = start_bridge("--gateway-listen", "127.0.0.1:0", env=GATEWAY)
+    _wait_brokers(zk, stack)
+    topic = _topic(admin, topic_name("kn"))
+    check_mixed_with_kafka_python(stack, zk, admin, bridge, chroot, topic, tmp_path)
+    check_mixed_with_a_scala_consumer(bridge, stack, zk, chroot, topic, tmp_path)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 
 import pytest
 from kafka import KafkaProducer
@@ -150,24 +151,23 @@ def test_pykafka_group_shown_and_its_kafka_offsets_mirrored(
     admin.delete_topics([topic])
 
 
-def test_pykafka_mixed_with_kafka_python_or_scala_consumers_is_refused(
-    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
-):
-    topic = topic_name("mix")
-    topic_with_data(stack, admin, topic)
-    bridge = start_bridge()
-    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
+def check_mixed_refused(stack, zk, admin, bridge, chroot, topic: str, tmp_path) -> None:
+    """pykafka with kafka-python, then with the 0.10.2.2 Scala consumer, each in a group of
+    its own (ids unique to the run: Kafka's groups are the cluster's): refused in one line,
+    nothing of the bridge's in them; a kafka-python group alone is mirrored (the negative
+    control). ``bridge`` mirrors ``topic`` already; run on 3.9 and on 4.x (gateway)."""
+    run = uuid.uuid4().hex[:6]
+    alone_g, kp_g, scala_g = f"kp-alone-{run}", f"mixed-kp-{run}", f"mixed-scala-{run}"
     zkc = stack.zk_connect + chroot
     procs = []
     try:
         # negative control: a kafka-python group alone is mirrored under /ids
-        alone = NewConsumerProcess(
-            stack.bootstrap_servers, "kp-alone", [topic], client_id="kp-alone"
-        )
+        alone = NewConsumerProcess(stack.bootstrap_servers, alone_g, [topic], client_id="kp-alone")
         procs.append(alone)
         wait_for(
             lambda: (
-                zk.exists("/consumers/kp-alone/ids") and zk.get_children("/consumers/kp-alone/ids")
+                zk.exists(f"/consumers/{alone_g}/ids")
+                and zk.get_children(f"/consumers/{alone_g}/ids")
             ),
             60,
             0.5,
@@ -175,46 +175,46 @@ def test_pykafka_mixed_with_kafka_python_or_scala_consumers_is_refused(
         )
 
         # pykafka + kafka-python in one group
-        pyk = PykafkaConsumerProcess(zkc, "mixed-kp", topic, log=tmp_path / "pyk.log")
+        pyk = PykafkaConsumerProcess(zkc, kp_g, topic, log=tmp_path / "pyk.log")
         procs.append(pyk)
         pyk.wait_ready(120)
         pyk.wait_consumed(1, 120)
-        kp = NewConsumerProcess(stack.bootstrap_servers, "mixed-kp", [topic], client_id="kp-mix")
+        kp = NewConsumerProcess(stack.bootstrap_servers, kp_g, [topic], client_id="kp-mix")
         procs.append(kp)
         d = wait_for(
-            lambda: (d := describe(stack, chroot, "mixed-kp"))["note"] and d,
+            lambda: (d := describe(stack, chroot, kp_g))["note"] and d,
             90,
             0.5,
             "describe's note on the mixed group",
         )
-        assert "group mixed-kp not bridged" in d["note"] and "Kafka group members" in d["note"]
+        assert f"group {kp_g} not bridged" in d["note"] and "Kafka group members" in d["note"]
         wait_for(
-            lambda: "group mixed-kp not bridged: pykafka BalancedConsumers" in bridge.text(),
+            lambda: f"group {kp_g} not bridged: pykafka BalancedConsumers" in bridge.text(),
             60,
             0.5,
             "the bridge's refusal line",
         )
         # nothing of the bridge's under its ids or owners: only what pykafka wrote
-        assert zk.get_children("/consumers/mixed-kp/ids") == [pyk.consumer_id]
-        for t in zk.get_children("/consumers/mixed-kp/owners"):
-            for name in zk.get_children(f"/consumers/mixed-kp/owners/{t}"):
+        assert zk.get_children(f"/consumers/{kp_g}/ids") == [pyk.consumer_id]
+        for t in zk.get_children(f"/consumers/{kp_g}/owners"):
+            for name in zk.get_children(f"/consumers/{kp_g}/owners/{t}"):
                 assert "-" in name, f"a Scala-style owner node {t}/{name} in a refused group"
 
         # pykafka + the 0.10.2.2 Scala consumer in one group
-        pyk2 = PykafkaConsumerProcess(zkc, "mixed-scala", topic, log=tmp_path / "pyk2.log")
+        pyk2 = PykafkaConsumerProcess(zkc, scala_g, topic, log=tmp_path / "pyk2.log")
         procs.append(pyk2)
         pyk2.wait_ready(120)
         pyk2.wait_consumed(1, 120)
         scala = LegacyConsumerProcess(
             zkc,
-            "mixed-scala",
+            scala_g,
             [topic],
             extra=["--auto-offset-reset", "smallest"],
             log=tmp_path / "scala.log",
         )
         procs.append(scala)
         d = wait_for(
-            lambda: (d := describe(stack, chroot, "mixed-scala"))["note"] and d,
+            lambda: (d := describe(stack, chroot, scala_g))["note"] and d,
             90,
             0.5,
             "describe's note on the pykafka + Scala group",
@@ -222,8 +222,21 @@ def test_pykafka_mixed_with_kafka_python_or_scala_consumers_is_refused(
         assert "old ZooKeeper consumers" in d["note"]
         assert {m["dialect"] for m in d["consumers"]} == {"pykafka", "scala"}
         # no proxy joined the Kafka group for the Scala consumer
-        assert not describe_group(admin, "mixed-scala").get("members"), "a proxy joined"
+        assert not describe_group(admin, scala_g).get("members"), "a proxy joined"
     finally:
-        for p in procs:
+        # the newest first: with the kafka-python member gone, pykafka's last commit
+        # (generation -1) is taken at once; before, Kafka refuses it (UnknownMemberId)
+        # and pykafka retries for some 20 s
+        for p in reversed(procs):
             p.stop()
+
+
+def test_pykafka_mixed_with_kafka_python_or_scala_consumers_is_refused(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    topic = topic_name("mix")
+    topic_with_data(stack, admin, topic)
+    bridge = start_bridge()
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
+    check_mixed_refused(stack, zk, admin, bridge, chroot, topic, tmp_path)
     admin.delete_topics([topic])

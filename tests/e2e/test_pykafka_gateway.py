@@ -2,9 +2,10 @@
 
 pykafka asks ApiVersions and picks, per request, the newest version both sides know: with
 the gateway's list that is Metadata v3, Fetch v2, ListOffsets v1, GroupCoordinator v0,
-OffsetCommit v1 and OffsetFetch v2, all served. Negative control: against the same Kafka
-4.x with the brokers' own endpoints in ``/brokers/ids`` (no gateway) it consumes nothing,
-because Kafka 4 no longer serves Fetch v0-v3 (KIP-896).
+OffsetCommit v1 and OffsetFetch v2, all served. A group mixing pykafka with kafka-python
+or Scala consumers is refused as on 3.9 (the same checks). Negative control: against the
+same Kafka 4.x with the brokers' own endpoints in ``/brokers/ids`` (no gateway) it consumes
+nothing, because Kafka 4 no longer serves Fetch v0-v3 (KIP-896).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ import pytest
 from bridge.devstack.pykafka_client import PykafkaConsumerProcess
 from tests.conftest import wait_for
 from tests.e2e.test_gateway import start_gateway_bridge
-from tests.e2e.test_pykafka import PARTITIONS, PER_PARTITION, describe, topic_with_data
+from tests.e2e.test_pykafka import (
+    PARTITIONS,
+    PER_PARTITION,
+    check_mixed_refused,
+    describe,
+    topic_with_data,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +67,20 @@ def test_pykafka_consumes_through_the_gateway_on_kafka4(
         assert d["consumers"][0]["owns"] == ",".join(f"{topic}-{p}" for p in range(PARTITIONS))
     finally:
         consumer.stop()
+    admin.delete_topics([topic])
+
+
+def test_pykafka_mixed_with_kafka_python_or_scala_consumers_is_refused_on_kafka4(
+    stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
+):
+    """The 3.9 test's checks on 4.x: pykafka and the 0.10.2.2 Scala consumer through the
+    gateway, the Kafka members read from Kafka 4."""
+    topic = topic_name("mix4")
+    topic_with_data(stack, admin, topic)
+    bridges: list = []
+    start_gateway_bridge(start_bridge, zk, admin, bridges)
+    wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
+    check_mixed_refused(stack, zk, admin, bridges[0], chroot, topic, tmp_path)
     admin.delete_topics([topic])
 
 
