@@ -18,10 +18,8 @@ from bridge.devstack.pykafka_client import PykafkaConsumerProcess
 from tests.conftest import wait_for
 from tests.e2e.test_gateway import start_gateway_bridge
 from tests.e2e.test_pykafka import (
-    PARTITIONS,
-    PER_PARTITION,
+    check_group,
     check_mixed_refused,
-    describe,
     topic_with_data,
 )
 
@@ -40,33 +38,13 @@ def stack(stack4):
 def test_pykafka_consumes_through_the_gateway_on_kafka4(
     stack, zk, admin, start_bridge, topic_name, chroot, tmp_path
 ):
+    """The 3.9 test's checks on 4.x: a group of two, every message, ``describe``/``groups``,
+    its offsets mirrored, the step to ``dual`` refused by its gate, a ``kill -9``."""
     topic = topic_name("pyk4")
     topic_with_data(stack, admin, topic)
     start_gateway_bridge(start_bridge, zk, admin)
     wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="the registry mirror")
-    group = "pykafka-gw"
-    consumer = PykafkaConsumerProcess(
-        stack.zk_connect + chroot, group, topic, log=tmp_path / "pyk.log"
-    )
-    try:
-        consumer.wait_ready(120)
-        consumer.wait_consumed(PARTITIONS * PER_PARTITION, 120)
-        got = {(m.partition, m.offset) for m in consumer.messages}
-        assert len(got) == PARTITIONS * PER_PARTITION
-        wanted = dict.fromkeys(range(PARTITIONS), PER_PARTITION)
-
-        def zk_offsets() -> dict[int, int]:
-            base = f"/consumers/{group}/offsets/{topic}"
-            if not zk.exists(base):
-                return {}
-            return {int(p): int(zk.get(f"{base}/{p}")[0]) for p in zk.get_children(base)}
-
-        wait_for(lambda: zk_offsets() == wanted, 60, 0.5, "its Kafka offsets mirrored")
-        d = describe(stack, chroot, group)
-        assert [m["dialect"] for m in d["consumers"]] == ["pykafka"]
-        assert d["consumers"][0]["owns"] == ",".join(f"{topic}-{p}" for p in range(PARTITIONS))
-    finally:
-        consumer.stop()
+    check_group(stack, zk, admin, chroot, topic, tmp_path)
     admin.delete_topics([topic])
 
 
