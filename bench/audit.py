@@ -55,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from bridge.audit import next_gen
 from bridge.audit.compaction import ORDER_SHIFT
 from bridge.audit.consumer_protocol import (
     Assignment,
@@ -361,7 +362,49 @@ def _groups_row(r: dict[str, Any]) -> dict[str, Any]:
         "kafka_generation": r["generation"],
         "kafka_members": r["members"] if r["members"] is not None else 0,
         "kafka_member_topics": r["member_topics"],
+        "kafka_group_type": next_gen.CLASSIC,
     }
+
+
+def _consumer_groups_rows(kept: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kept next-generation group records, per group, as ``compact_groups`` has them."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for r in kept:
+        if r["key_kind"] == next_gen.KIND:
+            per.setdefault(r["group"], []).append(r)
+    out = []
+    for g, rows in per.items():
+        live = [r for r in rows if r["value_kind"] == next_gen.KIND]
+        epoch = [r for r in live if r["key_version"] == next_gen.METADATA]
+        members = [r for r in live if r["key_version"] == next_gen.MEMBER_METADATA]
+        assignors = [r["protocol"] for r in members if r["protocol"] is not None]
+        topics = sorted({t for r in members for t in r["member_topics"] or ()})
+        out.append(
+            {
+                "group": g,
+                "kafka_group_removed": not epoch,
+                "kafka_protocol_type": "consumer",
+                "kafka_protocol": max(assignors) if assignors else None,
+                "kafka_generation": epoch[0]["generation"] if epoch else None,
+                "kafka_members": len(members),
+                "kafka_member_topics": topics,
+                "kafka_group_type": next_gen.CONSUMER,
+            }
+        )
+    return out
+
+
+def _live_type_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per group: the live type's, consumer-type first (``compact_groups``)."""
+
+    def rank(r: dict[str, Any]) -> tuple[bool, bool]:
+        return r["kafka_group_removed"], r["kafka_group_type"] != next_gen.CONSUMER
+
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["group"] not in best or rank(r) < rank(best[r["group"]]):
+            best[r["group"]] = r
+    return list(best.values())
 
 
 def _versions(decoded: pa.Table) -> list[dict[str, Any]]:
@@ -370,11 +413,8 @@ def _versions(decoded: pa.Table) -> list[dict[str, Any]]:
     counts = decoded.group_by(keys, use_threads=False).aggregate([("records", "sum")])
     out = []
     for r in counts.to_pylist():
-        known = r["key_kind"] in ("offset_commit", "group_metadata") and r["value_kind"] in (
-            "offset_commit",
-            "group_metadata",
-            TOMBSTONE,
-        )
+        kinds = ("offset_commit", "group_metadata", next_gen.KIND)
+        known = r["key_kind"] in kinds and r["value_kind"] in (*kinds, TOMBSTONE)
         out.append({**{k: r[k] for k in keys}, "records": r["records_sum"], "known": known})
     return out
 
@@ -390,6 +430,7 @@ def baseline(path: Path) -> tuple[float, Outputs]:
         kept = decoded.filter(pc.fill_null(decoded["kept"], False)).to_pylist()
         offsets = [_offsets_row(r) for r in kept if r["key_kind"] == "offset_commit"]
         groups = [_groups_row(r) for r in kept if r["key_kind"] == "group_metadata"]
+        groups = _live_type_first(groups + _consumer_groups_rows(kept))
         versions = _versions(decoded)
         took = time.perf_counter() - t
     finally:

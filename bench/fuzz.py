@@ -399,6 +399,7 @@ def _zk_text_targets() -> list[Target]:
 def _protocol_seeds() -> dict[str, list[bytes]]:
     """Consumer-protocol subscriptions and assignments, offset keys and commit values."""
     from bridge.audit import consumer_protocol as cp
+    from bridge.audit import next_gen
     from bridge.audit import records as rec
 
     sub = [
@@ -416,7 +417,8 @@ def _protocol_seeds() -> dict[str, list[bytes]]:
     keys = (
         [rec.encode_key(rec.OffsetCommitKey("group-1", "orders", 3, v)) for v in (0, 1)]
         + [rec.encode_key(rec.GroupMetadataKey("group-1"))]
-        + [struct.pack(">h", v) + b"\x00\x07group-1\x00\x00" for v in (3, 5, 8, 11)]
+        + [next_gen.encode_key(k) for k, _ in next_gen.examples()]
+        + [struct.pack(">h", 11) + b"\x00\x07group-1\x00\x00"]  # a share group's
     )
     commits = [
         rec.encode_value(
@@ -440,6 +442,7 @@ def _group_seeds(
     sub: list[bytes], asg: list[bytes], keys: list[bytes], commits: list[bytes]
 ) -> tuple[list[bytes], list[bytes]]:
     """Group metadata values of every version, and whole audit rows (key and value)."""
+    from bridge.audit import next_gen
     from bridge.audit import records as rec
 
     def member(v: int, i: int) -> rec.MemberMetadata:
@@ -477,6 +480,11 @@ def _group_seeds(
         + [_row_frame(keys[2], g) for g in groups]
         + [_row_frame(keys[0], None), _row_frame(keys[2], None), _row_frame(keys[3], b"\x00\x00")]
         + [_row_frame(keys[0], groups[3]), _row_frame(keys[2], commits[3])]
+        + [  # a next-generation group's records (KIP-848), and a tombstone of one
+            _row_frame(next_gen.encode_key(k), next_gen.encode_value(k.record_type, v))
+            for k, v in next_gen.examples()
+        ]
+        + [_row_frame(keys[6], None)]
     )
 
     return groups, rows

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bridge.audit import next_gen
 from bridge.audit.decode import DECODED_SCHEMA, TOMBSTONE, _decode_batches
 
 if TYPE_CHECKING:  # pyspark is an optional dependency (the audit extra)
@@ -62,9 +63,10 @@ def aggregate_raw(src: DataFrame) -> DataFrame:
 def group_bytes() -> Column:
     """The group id's bytes in a raw key (its length prefix included), found by the JVM.
 
-    Every classic key - offset commit v0 and v1, group metadata v2 - is its version (int16)
-    and then the group id (int16 length + UTF-8), so all keys of one group share these bytes,
-    whatever their kind and version. For other keys they are just some bytes of the key.
+    Every classic key - offset commit v0 and v1, group metadata v2 - and every key of a
+    next-generation group's records (3-8) is its version or record type (int16) and then the
+    group id (int16 length + UTF-8), so all keys of one group share these bytes, whatever
+    their kind and version. For other keys they are just some bytes of the key.
     """
     from pyspark.sql import functions as F
 
@@ -156,14 +158,19 @@ def compact_offsets(decoded: DataFrame) -> DataFrame:
 
 
 def compact_groups(decoded: DataFrame) -> DataFrame:
-    """Stage 1d: each group's last metadata record (members, protocol); tombstone = removed.
+    """Stage 1d: each group as its last records leave it (members, protocol, type).
 
-    The rows :func:`compact_rows` kept.
+    A classic group: its last metadata record (a tombstone: removed). A next-generation
+    (``consumer``-type) group: its records kept by :func:`compact_rows` - the group epoch
+    record (a tombstone or none: removed) and one member metadata record per member that
+    has not left (members, their topics, the server assignor). A group converted from one
+    type to the other has the old type's records removed, so its live type is picked.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     kept = decoded.where((F.col("key_kind") == "group_metadata") & F.col("kept"))
-    return kept.select(
+    classic = kept.select(
         "group",
         (F.col("value_kind") == TOMBSTONE).alias("kafka_group_removed"),
         F.col("protocol_type").alias("kafka_protocol_type"),
@@ -171,7 +178,27 @@ def compact_groups(decoded: DataFrame) -> DataFrame:
         F.col("generation").alias("kafka_generation"),
         F.coalesce(F.col("members"), F.lit(0)).alias("kafka_members"),
         F.col("member_topics").alias("kafka_member_topics"),
+        F.lit(next_gen.CLASSIC).alias("kafka_group_type"),
     )
+    records = decoded.where((F.col("key_kind") == next_gen.KIND) & F.col("kept"))
+    live = F.col("value_kind") == next_gen.KIND
+    epoch = live & (F.col("key_version") == next_gen.METADATA)
+    member = live & (F.col("key_version") == next_gen.MEMBER_METADATA)
+    consumer = records.groupBy("group").agg(
+        (F.count(F.when(epoch, 1)) == 0).alias("kafka_group_removed"),
+        F.lit("consumer").alias("kafka_protocol_type"),
+        F.max(F.when(member, F.col("protocol"))).alias("kafka_protocol"),
+        F.max(F.when(epoch, F.col("generation"))).alias("kafka_generation"),
+        F.count(F.when(member, 1)).alias("kafka_members"),
+        F.array_sort(
+            F.array_distinct(F.flatten(F.collect_list(F.when(member, F.col("member_topics")))))
+        ).alias("kafka_member_topics"),
+        F.lit(next_gen.CONSUMER).alias("kafka_group_type"),
+    )
+    # the live type first; a group live in both (never written so) reads as consumer-type
+    order = Window.partitionBy("group").orderBy("kafka_group_removed", F.desc("kafka_group_type"))
+    both = classic.unionByName(consumer).withColumn("_pick", F.row_number().over(order))
+    return both.where(F.col("_pick") == 1).drop("_pick")
 
 
 def record_versions(decoded: DataFrame) -> DataFrame:
@@ -181,8 +208,10 @@ def record_versions(decoded: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    known_keys = F.col("key_kind").isin("offset_commit", "group_metadata")
-    known_values = F.col("value_kind").isin("offset_commit", "group_metadata", TOMBSTONE)
+    known_keys = F.col("key_kind").isin("offset_commit", "group_metadata", next_gen.KIND)
+    known_values = F.col("value_kind").isin(
+        "offset_commit", "group_metadata", next_gen.KIND, TOMBSTONE
+    )
     return (
         decoded.groupBy("key_kind", "key_version", "value_kind", "value_version")
         .agg(F.sum("records").alias("records"), F.count(F.lit(1)).alias("pairs"))

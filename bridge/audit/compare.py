@@ -152,6 +152,7 @@ def facts_from_rows(rows: list[dict[str, Any]]) -> GroupFacts:
         zk_not_writable=_none(first.get("zk_not_writable")),
         zk_consumers=_int(first.get("zk_consumers")) or 0,
         kafka_members=_int(first.get("kafka_members")) or 0,
+        kafka_group_type=_none(first.get("kafka_group_type")),
         log_ends_known=bool(first.get("log_ends_known", True)),
     )
 
@@ -208,6 +209,7 @@ _GROUP_COLUMNS: tuple[str | tuple[str, Any], ...] = (
     ("zk_consumers", 0),
     ("zk_bad_nodes", None),
     "kafka_protocol_type",
+    "kafka_group_type",
     "kafka_protocol",
     "kafka_generation",
     ("kafka_members", 0),

@@ -2,8 +2,9 @@
 
 This is what runs in the Python workers (the ``mapInArrow`` body of
 :func:`bridge.audit.compaction.decode_latest`), so it imports neither pyspark nor the
-job's other modules - a worker of a real cluster loads only this, the decoder
-(:mod:`bridge.audit.records`) and pyarrow. It is also what the unit tests and the fuzzer
+job's other modules - a worker of a real cluster loads only this, the decoders
+(:mod:`bridge.audit.records`, and kafka-python's structs for the next-generation groups'
+records, :mod:`bridge.audit.next_gen`) and pyarrow. It is also what the unit tests and the fuzzer
 exercise without a JVM.
 
 Each distinct raw key is decoded once, each pair's value version read from its 2-byte
@@ -18,12 +19,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.audit import next_gen
+from bridge.audit.next_gen import ConsumerGroupKey
 from bridge.audit.records import (
     GroupMetadataKey,
     GroupMetadataValue,
     Key,
     OffsetCommitKey,
     OffsetCommitValue,
+    UnknownValue,
     decode_key,
     decode_value,
     summarize_group,
@@ -44,6 +48,8 @@ DECODED_SCHEMA = (
     "leader_epoch INT, expire_timestamp BIGINT, "
     "protocol_type STRING, protocol STRING, generation INT, members INT, "
     "member_topics ARRAY<STRING>, error STRING, "
+    # next-generation (consumer-type) groups' records: the member a record is about
+    "member_id STRING, "
     # set by the compaction (see compact_rows)
     "kept BOOLEAN, kafka_commits BIGINT, kafka_tombstones BIGINT, "
     "kafka_first_commit_ts BIGINT, kafka_last_record_ts BIGINT"
@@ -57,8 +63,10 @@ def key_fields(key: bytes) -> tuple[dict[str, Any], Key | None]:
     except RecordError as exc:
         return {"key_kind": UNDECODABLE, "value_kind": UNDECODABLE, "error": str(exc)}, None
     out: dict[str, Any] = {"key_kind": k.kind, "key_version": k.version}
-    if isinstance(k, OffsetCommitKey | GroupMetadataKey):
+    if isinstance(k, OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey):
         out["group"] = k.group
+    if isinstance(k, ConsumerGroupKey):
+        out["member_id"] = k.member_id
     if isinstance(k, OffsetCommitKey):
         out["topic"], out["partition"] = k.topic, k.partition
     return out, k
@@ -124,6 +132,8 @@ def value_fields(k: Key, value: bytes | None) -> dict[str, Any]:
         if s.bad_members:
             out["error"] = "; ".join(s.bad_members)[:2000]
         return out
+    if isinstance(k, ConsumerGroupKey) and v is not None and not isinstance(v, UnknownValue):
+        return next_gen.summary(k.record_type, v)
     return {}
 
 
@@ -141,6 +151,8 @@ def compaction_key(row: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("offset_commit", row["group"], row["topic"], row["partition"])
     if row["key_kind"] == "group_metadata":
         return ("group_metadata", row["group"])
+    if row["key_kind"] == next_gen.KIND:  # per group and record type, and member
+        return (next_gen.KIND, row["group"], row["key_version"], row.get("member_id"))
     return None
 
 
@@ -150,7 +162,8 @@ def compact_rows(rows: list[dict[str, Any]], positions: list[tuple[int, int] | N
     ``rows`` are :func:`decode_row` results, one per (raw key, value version) pair with its
     ``records``, ``first_ts`` and ``last_ts``, and ``positions[i]`` is (partition, offset) of
     the latest record of ``rows[i]`` (None when it was not found). Per (group, topic,
-    partition) of the offset commit keys and per group of the group metadata keys, the row
+    partition) of the offset commit keys, per group of the group metadata keys and per (group,
+    record type, member) of a next-generation group's records, the row
     whose latest record comes last in the log gets ``kept=True`` - a tombstone kept means
     deleted - and, for offset commits, the counts over all of the key's rows: records that
     are commits and tombstones, first commit and last commit time. A pair with no position

@@ -23,8 +23,9 @@ group metadata value      0-4     protocol_type, generation i32, protocol?, lead
 ========================  ======  =============================================================
 
 (``?`` = nullable.) A key whose value is null is a tombstone: offsets expired or deleted, or
-the group removed. Key versions 3 and up are the newer consumer-group protocol's records
-(KIP-848, share groups) and value versions past the table are newer than this code: both
+the group removed. Keys 3-8 are a next-generation consumer group's records (KIP-848),
+decoded by :mod:`bridge.audit.next_gen` (kind ``consumer_group``). Other key versions (share
+and streams groups) and value versions past the table are newer than this code: they
 decode to :class:`UnknownKey` / :class:`UnknownValue`, which callers count by version, so a
 newer cluster never stops an audit. Bytes that are not what they claim raise
 :class:`RecordError` and nothing else. Pure, no I/O.
@@ -35,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bridge.audit import next_gen
 from bridge.audit.consumer_protocol import (
     Assignment,
     Subscription,
@@ -63,7 +65,7 @@ NEWER_KEY_NAMES = {
     11: "ShareGroupMetadataKey",
 }
 
-Kind = Literal["offset_commit", "group_metadata", "unknown"]
+Kind = Literal["offset_commit", "group_metadata", "consumer_group", "unknown"]
 
 
 # -- keys --------------------------------------------------------------------------------------
@@ -100,7 +102,7 @@ class UnknownKey:
         return NEWER_KEY_NAMES.get(self.version, f"key v{self.version}")
 
 
-Key = OffsetCommitKey | GroupMetadataKey | UnknownKey
+Key = OffsetCommitKey | GroupMetadataKey | next_gen.ConsumerGroupKey | UnknownKey
 
 
 def decode_key(data: bytes) -> Key:
@@ -113,6 +115,8 @@ def decode_key(data: bytes) -> Key:
     elif version in GROUP_METADATA_KEY_VERSIONS:
         r.what = f"group metadata key v{version}"
         key = GroupMetadataKey(r.string("group"), version)
+    elif version in next_gen.RECORD_TYPES:
+        return next_gen.decode_key(data)  # type: ignore[return-value]
     else:
         return UnknownKey(version)
     r.end()
@@ -188,7 +192,8 @@ class UnknownValue:
     version: int
 
 
-Value = OffsetCommitValue | GroupMetadataValue | UnknownValue | None
+#: a next-generation group record's value is its schema's ``ApiData`` (``next_gen``)
+Value = OffsetCommitValue | GroupMetadataValue | UnknownValue | object | None
 
 
 def decode_offset_commit_value(data: bytes) -> OffsetCommitValue | UnknownValue:
@@ -361,6 +366,11 @@ def decode_value(key: Key, data: bytes | None) -> Value:
         return decode_offset_commit_value(data)
     if isinstance(key, GroupMetadataKey):
         return decode_group_metadata_value(data)
+    if isinstance(key, next_gen.ConsumerGroupKey):
+        version = value_version(data)
+        if version not in next_gen.VALUE_VERSIONS:
+            return UnknownValue(next_gen.KIND, version)
+        return next_gen.decode_value(key.record_type, data)
     # values under keys this decoder does not read are counted, never parsed
     head = bytes(data[:2])
     version = int.from_bytes(head, "big", signed=True) if len(head) == 2 else -1
@@ -378,6 +388,8 @@ def value_kind(key: Key, version: int) -> Kind:
         return "offset_commit"
     if isinstance(key, GroupMetadataKey) and version in GROUP_METADATA_VALUE_VERSIONS:
         return "group_metadata"
+    if isinstance(key, next_gen.ConsumerGroupKey) and version in next_gen.VALUE_VERSIONS:
+        return next_gen.KIND
     return "unknown"
 
 
@@ -432,21 +444,3 @@ def summarize_group(value: GroupMetadataValue) -> GroupSummary:
         tuple(sorted(assigned)),
         tuple(bad),
     )
-
-
-# -- what a follower of the topic needs from the newer keys ------------------------------------
-
-#: key versions of the next-generation consumer group's records (KIP-848); each key starts
-#: with the group id, non-flexible (Kafka 3.9's ``ConsumerGroup*Key.json``, versions 3-8)
-CONSUMER_GROUP_KEY_VERSIONS = (3, 4, 5, 6, 7, 8)
-
-
-def consumer_group_key_group(data: bytes) -> str | None:
-    """The group id of a next-generation consumer group record's key, None for any other
-    key; raises :class:`RecordError` for a key of those versions that is cut short."""
-    r = Reader(bytes(data), "__consumer_offsets key")
-    version = r.int16()
-    if version not in CONSUMER_GROUP_KEY_VERSIONS:
-        return None
-    r.what = f"{NEWER_KEY_NAMES[version]} (key v{version})"
-    return r.string("group id")

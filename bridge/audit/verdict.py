@@ -41,6 +41,9 @@ READY_TO_ROLL_BACK = "ready to roll back"
 BLOCKED = "blocked"
 VERDICTS = (READY_TO_FINALIZE, READY_TO_MIGRATE, READY_TO_ROLL_BACK, BLOCKED)
 
+#: the group type of next-generation groups (KIP-848)
+CONSUMER = "consumer"
+
 #: how many partitions a reason names before summarising the rest
 SHOW = 5
 
@@ -78,8 +81,11 @@ class GroupFacts:
     zk_not_writable: str | None = None
     #: old consumers registered under /consumers/<g>/ids
     zk_consumers: int = 0
-    #: members in the group's last metadata record in Kafka
+    #: members in the group's last metadata record in Kafka (classic), or members whose
+    #: member metadata record is not removed (next-generation)
     kafka_members: int = 0
+    #: "classic" or "consumer" (KIP-848) as the group's last records say; None: no group
+    kafka_group_type: str | None = None
     #: False when no log-end offsets were available: end checks are then skipped
     log_ends_known: bool = True
     #: partitions with offsets that the cluster does not have (set by :func:`decide`)
@@ -158,6 +164,11 @@ def _one_way_blockers(f: GroupFacts, source: str) -> tuple[list[str], list[str]]
 
 def _migrate_blockers(f: GroupFacts) -> list[str]:
     out, ends = _one_way_blockers(f, "zk")
+    if _next_gen_members(f) and f.zk_consumers:
+        out.append(
+            f"{f.zk_consumers} old consumer(s) and {f.kafka_members} next-generation member(s) "
+            "in one group: the bridge stands aside from it"
+        )
     return out + ends
 
 
@@ -184,8 +195,19 @@ def _finalize_blockers(f: GroupFacts) -> list[str]:
     return out + ends
 
 
+def _next_gen_members(f: GroupFacts) -> int:
+    """Members of a next-generation group: old consumers cannot share it yet (the bridge
+    stands aside, docs/coexistence.md), so they must be gone before old consumers return."""
+    return f.kafka_members if f.kafka_group_type == CONSUMER else 0
+
+
 def _roll_back_blockers(f: GroupFacts) -> list[str]:
     out, ends = _one_way_blockers(f, "kafka")
+    if _next_gen_members(f):
+        out.append(
+            f"{f.kafka_members} member(s) in the next-generation (consumer-type) Kafka group: "
+            "old consumers cannot share it, stop them first"
+        )
     if f.zk_writable is False:
         out.append(f"ZooKeeper offsets not writable: {f.zk_not_writable or 'ACL'}")
     return out + ends
@@ -201,7 +223,8 @@ def _notes(f: GroupFacts) -> tuple[str, ...]:
     if f.zk_consumers:
         notes.append(f"{f.zk_consumers} old consumer(s) registered in ZooKeeper")
     if f.kafka_members:
-        notes.append(f"{f.kafka_members} member(s) in the Kafka group")
+        kind = " (next-generation)" if f.kafka_group_type == CONSUMER else ""
+        notes.append(f"{f.kafka_members} member(s) in the Kafka group{kind}")
     if not f.log_ends_known:
         notes.append("log-end offsets unknown: end checks skipped, no lag")
     if f.orphaned:

@@ -34,13 +34,13 @@ from typing import Any, Literal
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTP
 
+from bridge.audit.next_gen import ConsumerGroupKey
 from bridge.audit.records import (
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownKey,
     UnknownValue,
-    consumer_group_key_group,
     decode_key,
     decode_value,
 )
@@ -298,8 +298,10 @@ def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, 
         k = decode_key(key)
     except RecordError as exc:
         return None, Skipped(f"key: {exc}", f"undecodable key, skipped: {exc}")
+    if isinstance(k, ConsumerGroupKey):
+        return GroupChanged(k.group), None  # a next-generation group's record, value unread
     if isinstance(k, UnknownKey):
-        return _other_key(k, key)
+        return _other_key(k)
     try:
         v = decode_value(k, value)
     except RecordError as exc:
@@ -320,14 +322,8 @@ def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, 
     return OffsetCommitted(k.group, TopicPartition(k.topic, k.partition), offset), None
 
 
-def _other_key(k: UnknownKey, raw: bytes) -> tuple[Event | None, Skipped | None]:
-    """A next-generation consumer group's record names its group; others are skipped."""
-    try:
-        group = consumer_group_key_group(raw)
-    except RecordError as exc:
-        return None, Skipped(f"key: {exc}", f"undecodable key, skipped: {exc}")
-    if group is not None:
-        return GroupChanged(group), None
+def _other_key(k: UnknownKey) -> tuple[Event | None, Skipped | None]:
+    """Share groups' records are not mirrored; records of other keys are skipped."""
     if k.version in SHARE_GROUP_KEY_VERSIONS:
         return None, None  # share groups are not mirrored: nothing to report
     return None, Skipped(

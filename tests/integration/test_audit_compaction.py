@@ -3,7 +3,8 @@
 A dump made to be awkward - offset commit keys v0 and v1 of the same partition, the latest
 record of a key in another ``__consumer_offsets`` partition than the rest, every value
 version, tombstones first, last and in between, group metadata with members and with bad
-member blobs, KIP-848 keys, undecodable keys and values, versions newer than the decoder -
+member blobs, KIP-848 records (members joining and leaving, groups of either type, values
+cut short), share groups' keys, undecodable keys and values, versions newer than the decoder -
 is compacted by :func:`bridge.audit.compaction.decode_and_compact`, and every row of its
 offsets, groups and version counts must equal what :func:`expected` finds going through the
 records one by one, as the group coordinator loads the topic. No Kafka needed, only Spark.
@@ -12,12 +13,13 @@ records one by one, as the group coordinator loads the topic. No Kafka needed, o
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bridge.audit import dump
+from bridge.audit import dump, next_gen
 from bridge.audit.consumer_protocol import (
     Assignment,
     Subscription,
@@ -106,6 +108,34 @@ def _group_value(rng: random.Random, group: str, ts: int) -> bytes | None:
     return encode_value(value)
 
 
+def _next_gen_record(rng: random.Random, group: str) -> tuple[bytes, bytes | None]:
+    """A record of a next-generation group (KIP-848): a member of three, or the group's."""
+    examples = dict((k.record_type, (k, v)) for k, v in next_gen.examples(group))
+    key, value = examples[rng.choice(list(examples))]
+    if key.member_id is not None:
+        key = replace(key, member_id=rng.choice(["m-1", "m-2", "m-3"]))
+    if key.record_type == next_gen.METADATA:
+        value = next_gen.VALUES[key.record_type](epoch=rng.randrange(1, 50))
+    elif key.record_type == next_gen.MEMBER_METADATA:
+        value = replace_fields(
+            value,
+            subscribed_topic_names=rng.sample(TOPICS, rng.randrange(0, 3)),
+            server_assignor=rng.choice(["uniform", "range", None]),
+        )
+    r = rng.random()
+    raw = next_gen.encode_value(key.record_type, value)
+    if r < 0.2:
+        return next_gen.encode_key(key), None  # a member left, or the group was removed
+    if r < 0.25:
+        return next_gen.encode_key(key), raw[:-2]  # cut short
+    return next_gen.encode_key(key), raw
+
+
+def replace_fields(value: Any, **fields: Any) -> Any:
+    """An ``ApiData`` with some fields replaced."""
+    return type(value)(**{**value.to_dict(json=False), **fields})
+
+
 def records(seed: int = 7, n: int = 6000) -> list[dump.RawRecord]:
     """An awkward ``__consumer_offsets``: see the module's docstring."""
     rng = random.Random(seed)
@@ -125,8 +155,10 @@ def records(seed: int = 7, n: int = 6000) -> list[dump.RawRecord]:
             key, value = _offset_key(rng, group), _offset_value(rng, i, ts)
         elif r < 0.85:
             key, value = encode_key(GroupMetadataKey(group)), _group_value(rng, group, ts)
-        elif r < 0.92:  # KIP-848 records: a newer key version, then the group id
-            version = rng.randrange(3, 9)
+        elif r < 0.91:  # KIP-848 records
+            key, value = _next_gen_record(rng, group)
+        elif r < 0.92:  # a share group's record: a newer key version, then the group id
+            version = rng.randrange(9, 12)
             key = version.to_bytes(2, "big") + encode_key(GroupMetadataKey(group))[2:]
             value = None if rng.random() < 0.2 else b"\x00\x00" + b"\x01" * 12
         elif r < 0.95:  # undecodable keys: truncated, invalid UTF-8, a trailing byte
@@ -154,6 +186,7 @@ def expected(recs: list[dump.RawRecord]) -> dict[str, Any]:
 
     offsets: dict[tuple, dict] = {}
     groups: dict[str, dict] = {}
+    next_gen_rows: dict[tuple, dict] = {}
     versions: dict[tuple, int] = {}
     for rec in sorted(recs, key=lambda r: (r.partition, r.offset)):
         vhead = None if rec.value is None else rec.value[:2]
@@ -173,6 +206,8 @@ def expected(recs: list[dump.RawRecord]) -> dict[str, Any]:
             o["row"] = row
         elif kind == "group_metadata":
             groups[row["group"]] = row
+        elif kind == next_gen.KIND:
+            next_gen_rows[(row["group"], row["key_version"], row.get("member_id"))] = row
     out_offsets = {}
     for (g, t, p), o in offsets.items():
         row = o["row"]
@@ -199,10 +234,55 @@ def expected(recs: list[dump.RawRecord]) -> dict[str, Any]:
             "kafka_generation": row.get("generation"),
             "kafka_members": row.get("members") or 0,
             "kafka_member_topics": row.get("member_topics"),
+            "kafka_group_type": "classic",
         }
         for g, row in groups.items()
     }
-    return {"offsets": out_offsets, "groups": out_groups, "versions": versions}
+    typed_groups = _next_gen_groups(next_gen_rows)
+    removed = [g for g in out_groups.values() if g["kafka_group_removed"]]
+    removed += [g for g in typed_groups.values() if g["kafka_group_removed"]]
+    for g, typed in typed_groups.items():
+        classic = out_groups.get(g)
+        # the live type wins; live in both: consumer-type
+        if classic is None or typed["kafka_group_removed"] <= classic["kafka_group_removed"]:
+            out_groups[g] = typed
+    return {
+        "offsets": out_offsets,
+        "groups": out_groups,
+        "versions": versions,
+        "kept": len(out_offsets) + len(groups) + len(next_gen_rows),
+        "removed": len(removed),  # of either type, before the live type is picked
+    }
+
+
+def _next_gen_groups(kept: dict[tuple, dict]) -> dict[str, dict]:
+    """A next-generation group as its last records leave it, written out plainly."""
+    out: dict[str, dict] = {}
+    for (g, record_type, _member), row in sorted(kept.items(), key=str):
+        o = out.setdefault(
+            g,
+            {
+                "kafka_group_removed": True,
+                "kafka_protocol_type": "consumer",
+                "kafka_protocol": None,
+                "kafka_generation": None,
+                "kafka_members": 0,
+                "kafka_member_topics": [],
+                "kafka_group_type": "consumer",
+            },
+        )
+        if row["value_kind"] != next_gen.KIND:
+            continue  # removed, or a version the decoder does not read
+        if record_type == next_gen.METADATA:
+            o["kafka_group_removed"] = False
+            o["kafka_generation"] = row.get("generation")
+        elif record_type == next_gen.MEMBER_METADATA:
+            o["kafka_members"] += 1
+            topics = set(o["kafka_member_topics"]) | set(row.get("member_topics") or ())
+            o["kafka_member_topics"] = sorted(topics)
+            if row.get("protocol") is not None:
+                o["kafka_protocol"] = max(o["kafka_protocol"] or "", row["protocol"])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -253,16 +333,19 @@ def test_stage_one_compacts_as_the_coordinator_loads(
     want = expected(recs)
     # the dump is as awkward as meant
     kinds = {k[0] for k in want["versions"]}
-    assert kinds == {"offset_commit", "group_metadata", "unknown", "undecodable"}
+    assert kinds == {"offset_commit", "group_metadata", "consumer_group", "unknown", "undecodable"}
+    typed = {g["kafka_group_type"] for g in want["groups"].values() if not g["kafka_group_removed"]}
+    assert typed == {"classic", "consumer"}
+    assert any(g["kafka_members"] > 1 for g in want["groups"].values())
     assert {k[1] for k in want["versions"] if k[0] == "offset_commit"} == {0, 1}
     assert any(o["kafka_deleted"] for o in want["offsets"].values())
     assert any(o["kafka_error"] for o in want["offsets"].values())
-    assert any(g["kafka_group_removed"] for g in want["groups"].values())
+    assert want["removed"] > 0
     assert stage1.records == len(recs)
     _compare(stage1, want)
     # every pair was decoded or counted, and only the rows compaction keeps carry values
     kept = stage1.decoded.where("kept").count()
-    assert kept == len(want["offsets"]) + len(want["groups"])
+    assert kept == want["kept"]
     assert stage1.decoded.count() == stage1.keys
     stage1.unpersist()
 

@@ -31,7 +31,8 @@ from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
-from bridge.audit import dump, snapshot
+from bridge.audit import dump, next_gen, snapshot
+from bridge.audit.next_gen import ConsumerGroupKey
 from bridge.audit.pipeline import AuditConfig, AuditResult, run
 from bridge.audit.records import (
     GroupMetadataKey,
@@ -655,9 +656,11 @@ def test_cli_dump_then_audit_of_the_dump_agrees(audited, world, spark, tmp_path,
 
 
 def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> None:
-    """A dump with what Kafka 3.9 can write but this cluster does not (KIP-848 keys, newer
-    value versions) and what nobody should write (garbage): counted by version."""
+    """A dump with what newer clusters write and this decoder does not read (a share
+    group's key, newer value versions), KIP-848 records it does read (one cut short), and
+    what nobody should write (garbage): counted by version."""
     key = encode_key(OffsetCommitKey("x-g", "t", 0))
+    key_n = encode_key(OffsetCommitKey("x-n", "t", 0))
     records = [
         dump.RawRecord(0, 0, 1_000, key, encode_value(OffsetCommitValue(5, "", 1_000, 4))),
         dump.RawRecord(0, 1, 2_000, key, encode_value(OffsetCommitValue(7, "", 2_000, 1))),
@@ -666,17 +669,29 @@ def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> N
             0, 3, 4_000, b"\x00\x03" + encode_key(GroupMetadataKey("x-g"))[2:], b"\x00\x00"
         ),
         dump.RawRecord(0, 4, 5_000, b"\x00\x08\x00\x03x-g\x00\x01m", None),
+        dump.RawRecord(0, 5, 5_500, b"\x00\x0b" + encode_key(GroupMetadataKey("x-g"))[2:], None),
         dump.RawRecord(1, 0, 6_000, b"\x00\x01\x00", b"\x00\x03"),  # truncated key
         dump.RawRecord(1, 1, 7_000, encode_key(OffsetCommitKey("x-h", "t", 0)), b"\x00\x03\x00"),
+        # x-n: a next-generation group with one member, Kafka ahead of ZooKeeper
+        *(
+            dump.RawRecord(
+                2, i, 8_000 + i, next_gen.encode_key(k), next_gen.encode_value(k.record_type, v)
+            )
+            for i, (k, v) in enumerate(next_gen.examples("x-n"))
+        ),
+        dump.RawRecord(2, 9, 9_000, key_n, encode_value(OffsetCommitValue(8, "", 9_000))),
     ]
-    assert decode_key(records[3].key) == UnknownKey(3)
+    assert decode_key(records[3].key) == ConsumerGroupKey(3, "x-g")
+    assert decode_key(records[5].key) == UnknownKey(11)
     dump_dir = tmp_path / "dump"
     dump.write_dump(dump_dir, iter(records), {("t", 0): 10}, fmt="jsonl")
     snap = tmp_path / "snap"
     snapshot.write(
         snap,
         [snapshot.NodeRow("offset", "/consumers/x-g/offsets/t/0", "x-g", "t", 0, offset=7)]
-        + [snapshot.NodeRow("group", "/consumers/x-g", "x-g", writable=True)],
+        + [snapshot.NodeRow("group", "/consumers/x-g", "x-g", writable=True)]
+        + [snapshot.NodeRow("offset", "/consumers/x-n/offsets/t/0", "x-n", "t", 0, offset=5)]
+        + [snapshot.NodeRow("group", "/consumers/x-n", "x-n", writable=True)],
         {"format": snapshot.SNAPSHOT_FORMAT, "version": 1},
         "jsonl",
     )
@@ -692,16 +707,24 @@ def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> N
         ("offset_commit", 1, "offset_commit", 4): (1, True),
         ("offset_commit", 1, "offset_commit", 1): (1, True),
         ("offset_commit", 1, "unknown", 9): (1, False),
-        ("offset_commit", 1, "offset_commit", 3): (1, True),
-        ("unknown", 3, "unknown", 0): (1, False),
-        ("unknown", 8, "tombstone", None): (1, False),
+        ("offset_commit", 1, "offset_commit", 3): (2, True),  # x-h's cut short, x-n's
+        ("consumer_group", 3, "consumer_group", 0): (2, True),  # x-g's epoch cut short
+        **{("consumer_group", t, "consumer_group", 0): (1, True) for t in range(4, 9)},
+        ("consumer_group", 8, "tombstone", None): (1, True),
+        ("unknown", 11, "tombstone", None): (1, False),
         ("undecodable", None, "undecodable", None): (1, False),
     }
-    assert result.summary["unknown_version_records"] == 4
+    assert result.summary["unknown_version_records"] == 3
     groups = {g["group"]: g for g in result.groups}
     # x-g's last commit is of a version this decoder does not read: it cannot be judged
     assert groups["x-g"]["verdict"] == BLOCKED
     assert "offset commit value v9 is newer than this decoder" in groups["x-g"]["reasons"][0]
+    # x-n is ready to roll back but for its live next-generation member
+    n = groups["x-n"]
+    assert (n["kafka_group_type"], n["kafka_members"], n["kafka_generation"]) == ("consumer", 1, 7)
+    assert n["verdict"] == BLOCKED and not n["can_roll_back"] and not n["can_finalize"]
+    assert any("1 member(s) in the next-generation" in r for r in n["reasons"])
+    assert groups["x-g"]["kafka_group_type"] == "consumer"  # its epoch record, cut short
     # x-h's only commit is a truncated v3 value
     assert groups["x-h"]["verdict"] == BLOCKED
     assert "undecodable last Kafka record" in groups["x-h"]["reasons"][0]

@@ -19,6 +19,10 @@ from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
+from bridge.audit import next_gen
+from bridge.audit.dump import read_offsets_topic
+from bridge.audit.next_gen import ConsumerGroupKey
+from bridge.audit.records import decode_key, decode_value
 from bridge.devstack.next_gen import NextGenConsumerProcess
 from bridge.kafka.groups import list_groups, read_groups
 from bridge.kafka.views import CLASSIC, CONSUMER, GroupView
@@ -59,6 +63,46 @@ def broker_view(view: GroupView) -> dict:
         "owners": owners,
         "offsets": dict(view.offsets),
     }
+
+
+def next_gen_records(stack, groups: set[str]) -> dict[str, dict[tuple, object]]:
+    """Each group's next-generation records in ``__consumer_offsets`` as the audit decodes
+    them, the last one per key (a removed member or group: None)."""
+    out: dict[str, dict[tuple, object]] = {}
+    for r in read_offsets_topic(stack.bootstrap_servers):
+        k = decode_key(r.key)
+        if isinstance(k, ConsumerGroupKey) and k.group in groups:
+            out.setdefault(k.group, {})[(k.record_type, k.member_id)] = decode_value(k, r.value)
+    return out
+
+
+def assert_records_match(records: dict[tuple, object], view: GroupView, topic: str) -> None:
+    """A Stable group's records against its ConsumerGroupDescribe: epochs, members,
+    subscriptions, target and current assignments."""
+
+    def partitions(value, field: str) -> tuple[set, set[int]]:
+        tps = getattr(value, field)
+        return {tp.topic_id for tp in tps}, {p for tp in tps for p in tp.partitions}
+
+    assert records[(next_gen.METADATA, None)].epoch == view.group_epoch
+    assert records[(next_gen.TARGET_METADATA, None)].assignment_epoch == view.assignment_epoch
+    live = {m for (t, m), v in records.items() if t == next_gen.MEMBER_METADATA and v}
+    assert live == {m.member_id for m in view.members}
+    topic_ids = set()
+    for m in view.members:
+        meta = records[(next_gen.MEMBER_METADATA, m.member_id)]
+        assert (meta.client_id, list(meta.subscribed_topic_names)) == (m.client_id, [topic])
+        current = records[(next_gen.CURRENT_ASSIGNMENT, m.member_id)]
+        assert current.member_epoch == m.member_epoch
+        ids, owned = partitions(current, "assigned_partitions")
+        assert owned == set(m.assignment.get(topic, ()))
+        assert partitions(current, "partitions_pending_revocation")[1] == set()
+        target_ids, target = partitions(
+            records[(next_gen.TARGET_MEMBER, m.member_id)], "topic_partitions"
+        )
+        assert target == set(m.target_assignment.get(topic, ()))
+        topic_ids |= ids | target_ids
+    assert len(topic_ids) == 1  # the one topic, by its id
 
 
 def produce(stack, topic: str, n: int) -> None:
@@ -131,6 +175,12 @@ def test_consumer_groups_read_as_the_consumers_see_them(stack, chroot, admin, to
         wait_for(
             lambda: sum(consumer_group(admin, group).offsets.values()) == 60, 30, what="commits"
         )
+
+        # the coordinator's own records of the group, as the audit decodes them (KIP-848),
+        # say what ConsumerGroupDescribe says; the classic control group has none of them
+        by_group = next_gen_records(stack, {group, classic})
+        assert_records_match(by_group.get(group, {}), view, topic)
+        assert classic not in by_group
 
         # the control: the same client in a classic group reads as one, through DescribeGroups
         described = read_groups(admin, [classic], listed and {classic: CLASSIC})[classic]

@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pytest
 
+from bridge.audit import next_gen
 from bridge.audit.decode import (
     COMPACTED_AWAY,
     DECODED_ARROW,
@@ -111,19 +114,46 @@ def test_groups_are_compacted_apart_from_their_offsets() -> None:
 
 
 def test_unknown_and_undecodable_keys_are_counted_never_kept() -> None:
-    kip848 = (5).to_bytes(2, "big") + KG[2:]
+    share = (12).to_bytes(2, "big") + KG[2:]  # a share group's key: not read
     rows = _run(
-        (kip848, b"\x00\x00abc", 3, 1, 2, 1, 1),
+        (share, b"\x00\x00abc", 3, 1, 2, 1, 1),
         (K1[:-1], _commit(1), 2, 1, 2, 1, 2),
         (K1, b"\x00", 1, 1, 1, 1, 3),  # a value too short for its version
     )
     by_kind = {r["key_kind"]: r for r in rows}
-    assert by_kind["unknown"]["key_version"] == 5 and not by_kind["unknown"]["kept"]
+    assert by_kind["unknown"]["key_version"] == 12 and not by_kind["unknown"]["kept"]
     assert by_kind["undecodable"]["value_kind"] == "undecodable"
     assert not by_kind["undecodable"]["kept"]
     oc = by_kind["offset_commit"]
     assert oc["kept"] and oc["value_kind"] == "undecodable" and oc["error"]
     assert oc["kafka_commits"] == 1
+
+
+def test_next_generation_records_are_compacted_per_type_and_member() -> None:
+    """KIP-848 records: one kept per (record type, member), the later of two pairs; a
+    member's tombstone kept means it left; undecodable values are kept with their error."""
+    records = dict((k.record_type, (k, v)) for k, v in next_gen.examples("g"))
+    key, meta = records[next_gen.MEMBER_METADATA]
+    other = next_gen.encode_key(replace(key, member_id="m-2"))
+    member = next_gen.encode_value(key.record_type, meta)
+    epoch_key, epoch = records[next_gen.METADATA]
+    rows = _run(
+        (next_gen.encode_key(key), member, 4, 1, 2, 1, 10),
+        (next_gen.encode_key(key), None, 1, 3, 3, 1, 11),  # m-1 left
+        (other, member, 1, 1, 1, 1, 5),
+        (next_gen.encode_key(epoch_key), next_gen.encode_value(3, epoch), 2, 1, 4, 1, 12),
+        (next_gen.encode_key(records[8][0]), b"\x00\x00\x01", 1, 1, 1, 1, 13),
+    )
+    kept = [r for r in rows if r["kept"]]
+    assert {r["key_kind"] for r in rows} == {next_gen.KIND}
+    by = {(r["key_version"], r["member_id"]): r for r in kept}
+    assert set(by) == {(5, "m-1"), (5, "m-2"), (3, None), (8, "m-1")}
+    assert by[(5, "m-1")]["value_kind"] == "tombstone"
+    assert (by[(5, "m-2")]["members"], by[(5, "m-2")]["member_topics"]) == (1, ["orders"])
+    assert by[(5, "m-2")]["protocol"] == "uniform"
+    assert (by[(3, None)]["generation"], by[(3, None)]["group"]) == (7, "g")
+    assert by[(8, "m-1")]["value_kind"] == next_gen.KIND and by[(8, "m-1")]["error"]
+    assert all(r["kafka_commits"] is None for r in kept)  # counts are for offset commits
 
 
 def test_a_pair_whose_latest_record_was_not_found() -> None:

@@ -148,3 +148,28 @@ def test_long_lists_are_summarised() -> None:
         "t-0 (10 > 5), t-1 (10 > 5), t-2 (10 > 5), t-3 (10 > 5), t-4 (10 > 5) and 3 more"
         in (v.reasons[0])
     )
+
+
+def test_a_next_generation_group_with_members_cannot_roll_back() -> None:
+    """Old consumers cannot share a consumer-type group (KIP-848) yet: its members must be
+    gone before a roll back; a classic group's members are only noted, as before."""
+    parts = (p(0, 5, 10), p(1, 20, 20))  # Kafka ahead: ready to roll back otherwise
+    classic = decide(facts(*parts, kafka_members=2, kafka_group_type="classic"))
+    assert classic.verdict == READY_TO_ROLL_BACK and classic.can_roll_back
+    assert "2 member(s) in the Kafka group" in classic.notes
+    v = decide(facts(*parts, kafka_members=2, kafka_group_type="consumer"))
+    assert v.verdict == BLOCKED and not v.can_roll_back
+    assert any("2 member(s) in the next-generation" in r for r in v.reasons)
+    assert "2 member(s) in the Kafka group (next-generation)" in v.notes
+    gone = decide(facts(*parts, kafka_members=0, kafka_group_type="consumer"))
+    assert gone.verdict == READY_TO_ROLL_BACK  # its members left: the control
+
+
+def test_old_consumers_and_next_generation_members_in_one_group_cannot_migrate() -> None:
+    parts = (p(0, 10), p(1, 20))  # ZooKeeper complete: ready to migrate otherwise
+    alone = decide(facts(*parts, zk_consumers=1, kafka_group_type="consumer"))
+    assert alone.verdict == READY_TO_MIGRATE
+    v = decide(facts(*parts, zk_consumers=1, kafka_members=1, kafka_group_type="consumer"))
+    assert not v.can_migrate
+    assert any("the bridge stands aside" in b for b in v.blockers[READY_TO_MIGRATE])
+    assert decide(facts(*parts, zk_consumers=1, kafka_members=1)).can_migrate  # classic

@@ -1,5 +1,6 @@
-// Kafka 4's generated request/response classes (kafka-clients 4.x, "kafka4" classpath) as a
-// line-oriented reference for the bridge's own definitions of requests kafka-python lacks.
+// Kafka 4's generated request/response classes (kafka-clients 4.x, "kafka4" classpath) and
+// the group coordinator's record classes, as a line-oriented reference for the bridge's own
+// definitions of requests kafka-python lacks and of the records of __consumer_offsets.
 //
 // One JVM serves a test module: each stdin line is a JSON case, answered by one stdout line.
 //   {"message": "ConsumerGroupDescribeResponseData", "version": 1, "fields": {...}}
@@ -52,8 +53,11 @@ public final class KafkaMessages4 {
     static ObjectNode answer(JsonNode r) throws Exception {
         String name = r.get("message").asText();
         short version = (short) r.get("version").asInt();
-        Class<?> cls = Class.forName(PACKAGE + name);
-        Class<?> conv = Class.forName(PACKAGE + name + "JsonConverter");
+        // a simple name is a request/response's; a qualified one any generated message's
+        // (e.g. org.apache.kafka.coordinator.group.generated.ConsumerGroupMetadataValue)
+        String qualified = name.contains(".") ? name : PACKAGE + name;
+        Class<?> cls = Class.forName(qualified);
+        Class<?> conv = Class.forName(qualified + "JsonConverter");
         ObjectNode answer = JSON.createObjectNode();
         if (r.has("hex")) {
             ByteBuffer buf = ByteBuffer.wrap(HexFormat.of().parseHex(r.get("hex").asText()));
