@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -36,11 +36,11 @@ from bridge.decide.groups import (
 from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
+from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.flows.storm import StormSpouts
-from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import GroupFilter, list_groups, read_groups, read_offsets
-from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
+from bridge.kafka.groups import GroupFilter, read_groups, read_offsets
+from bridge.kafka.offsets_log import OffsetsLogFollower
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
@@ -52,23 +52,6 @@ from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
-
-#: after a full read with a follower, a tick reconciles groups holding about this many
-#: committed offsets (at most PAGE_GROUPS groups, at least one): the first are written
-#: within a tick or two of the read, not after the last group's nodes were read
-PAGE_OFFSETS = 2000
-PAGE_GROUPS = 200
-#: seconds between two progress lines of a paged reconcile
-PROGRESS_EVERY_S = 5.0
-
-
-@dataclass(frozen=True)
-class KafkaPicture:
-    kinds: dict[str, str]  # group -> protocol type
-    wanted: list[str]  # groups passing the filter
-    views: dict[str, GroupView]
-    partitions: dict[str, int]  # topic -> partition count
-    read_at: float
 
 
 @dataclass(frozen=True)
@@ -131,7 +114,6 @@ class GroupMirrorFlow:
         self.committer = committer
         self.root = root
         self.records: dict[str, tuple[GroupRecord, int]] = {}
-        self._picture: KafkaPicture | None = None
         self._picture_read_at = 0.0
         #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
         self._after: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
@@ -154,17 +136,9 @@ class GroupMirrorFlow:
             interval_s=full_interval_s,
         )
         self.follower = follower
-        #: groups whose records arrived since the group APIs were last asked about them
-        self.dirty: set[str] = set()
-        #: groups the group APIs were asked about in this tick (with a follower)
-        self._reread_now: set[str] = set()
-        #: after a full read with a follower: the groups still to reconcile, page by page
-        self._pages: list[list[str]] | None = None
-        self._paging: tuple[float, int, float] = (0.0, 0, 0.0)  # started, total, logged
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
-        #: each group's type as last listed (classic, consumer), for describing it again
-        self._types: dict[str, str] = {}
+        self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
@@ -175,135 +149,7 @@ class GroupMirrorFlow:
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_nodes(self.zk, sorted(self.owned()))
         if self.follower is not None:
-            self._picture = None  # the full reconcile: every group asked again
-
-    def _kafka_picture(self) -> KafkaPicture:
-        """Groups, members and topics: read in full every ``full_interval_s``; in between
-        only the committed offsets change (the fast path that keeps offset lag low)."""
-        if self.follower is not None and self._follows():
-            return self._followed_picture(self.follower)
-        pic = self._picture
-        if (
-            pic is None
-            or time.monotonic() - pic.read_at >= self.full_interval_s
-            or (self.coexist is not None and self.coexist.pending)
-        ):
-            pic = self._full_picture()
-        else:
-            fresh = read_offsets(self.admin, [g for g, v in pic.views.items() if not v.error])
-            vanished = any(
-                not isinstance(fresh.get(g), dict) or set(v.offsets) - set(fresh[g])
-                for g, v in pic.views.items()
-                if not v.error
-            )
-            if vanished:  # deleted group or offsets: only a full read can tell which
-                self._picture = None
-                return self._kafka_picture()
-            views = {g: replace(v, offsets=fresh[g]) for g, v in pic.views.items() if not v.error}
-            pic = replace(pic, views={**pic.views, **views})
-        self._picture = pic
-        return pic
-
-    def _follows(self) -> bool:
-        """Whether the follower follows; it starts once the topic exists (once a group asked
-        for its coordinator), and the full read is made after it started, so what was
-        committed before its start is read too."""
-        assert self.follower is not None
-        if self.follower.assigned:
-            return True
-        if self._picture is not None:
-            count = self._picture.partitions.get(OFFSETS_TOPIC)
-        else:  # at start: asked now, so that the very first full read is paged already
-            count = partition_counts(self.admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC)
-        if not count:
-            return False
-        self.follower.assign(count)  # from the log's end, fixed before the full read below
-        self._picture = None
-        return True
-
-    def _followed_picture(self, follower: OffsetsLogFollower) -> KafkaPicture:
-        """The picture with a follower: in full at start and at each resync, else the
-        last one with the groups named by new records asked again. Groups are taken off
-        ``dirty`` only once read: a failed read leaves them for the next tick."""
-        self.dirty |= follower.changed_groups()
-        pic = self._picture
-        self._reread_now = set()
-        if pic is None or (self.coexist is not None and self.coexist.pending):
-            read = set(self.dirty)
-            fresh = self._full_picture()
-            self.dirty -= read
-            if pic is None:  # every group, page by page (see _next_page)
-                self._pages, self._paging = [], (0.0, 0, 0.0)
-            else:  # a hand-over in progress: every group this tick, as without a follower
-                self._reread_now = set(fresh.kinds)
-            pic = fresh
-        else:
-            if time.monotonic() - pic.read_at >= self.full_interval_s:
-                # ListGroups is cheap (a call per broker) and answers per coordinator: a
-                # group a full read's listing missed, or one gone, is read again
-                listed = list_groups(self.admin)
-                self._types.update({g: x.group_type for g, x in listed.items()})
-                self.dirty |= set(listed) ^ set(pic.kinds)
-            pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
-        self._picture = pic
-        return pic
-
-    def _full_picture(self) -> KafkaPicture:
-        """Every group listed and described (each with the API of its type), with its
-        offsets, and the topics."""
-        listed = list_groups(self.admin)
-        self._types = {g: x.group_type for g, x in listed.items()}
-        kinds = {g: x.protocol_type for g, x in listed.items()}
-        wanted = sorted(g for g in kinds if self.filter(g))
-        # protocol type "" is a group that only commits offsets (assign() + commit)
-        consumer_groups = [g for g in wanted if kinds[g] in ("consumer", "")]
-        views = read_groups(
-            self.admin, consumer_groups, {g: listed[g].group_type for g in consumer_groups}
-        )
-        return KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
-
-    def _reread(self, pic: KafkaPicture, groups: list[str]) -> KafkaPicture:
-        """``pic`` with ``groups`` described again (topics too, every ``full_interval_s``:
-        a topic's records are not in ``__consumer_offsets``). A group Kafka no longer has
-        leaves the picture; one that could not be read stays dirty and as it was."""
-        self.dirty -= set(self.dirty) - set(groups)  # filtered out: never mirrored
-        kinds, views = dict(pic.kinds), dict(pic.views)
-        for g, view in self._read_settled(groups, pic.views).items():
-            if view.error:
-                continue
-            self.dirty.discard(g)
-            self._reread_now.add(g)
-            if view.state == "Dead" and not view.offsets:
-                kinds.pop(g, None)
-                views.pop(g, None)
-                continue
-            kinds[g] = view.protocol_type
-            if view.protocol_type in ("consumer", ""):
-                views[g] = view
-            else:
-                views.pop(g, None)
-        partitions, read_at = pic.partitions, pic.read_at
-        if time.monotonic() - read_at >= self.full_interval_s:
-            partitions, read_at = partition_counts(self.admin), time.monotonic()
-        wanted = sorted(g for g in kinds if self.filter(g))
-        return KafkaPicture(kinds, wanted, views, partitions, read_at)
-
-    def _read_settled(self, groups: list[str], before: dict[str, GroupView]) -> dict:
-        """``read_groups``, once more for a live group whose offsets vanished: described
-        just before a deletion and fetched just after, it would look alive without offsets
-        (and lose its ``owners/<t>``); read again, it is Dead (Kafka marks a group Dead
-        before removing its offsets), or it really lost those offsets."""
-        types = {g: self._types[g] for g in groups if g in self._types}
-        views = read_groups(self.admin, groups, types)
-        again = [
-            g
-            for g, v in views.items()
-            if not v.error
-            and v.state != "Dead"
-            and g in before
-            and set(before[g].offsets) - set(v.offsets)
-        ]
-        return {**views, **read_groups(self.admin, again, types)} if again else views
+            self.kafka.picture = None  # the full reconcile: every group asked again
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made. Read Kafka's groups and
@@ -314,8 +160,8 @@ class GroupMirrorFlow:
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
         if self.follower is not None:
-            self.dirty |= set(requests)  # the groups asked about are read again for it
-        pic = self._kafka_picture()
+            self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
+        pic = self.kafka.read()
         tree = self._zk_picture(pic, requests)
         decided = self._decide(pic, tree)
         self._keep_outcomes(decided, tree.scope)
@@ -486,14 +332,14 @@ class GroupMirrorFlow:
         sync asks about; and after a full read, every group, a page per tick."""
         if self.follower is None or not self.follower.assigned:
             return None
-        active = self._reread_now | set(requests) | (mirrored - set(wanted))
+        active = self.kafka.reread_now | set(requests) | (mirrored - set(wanted))
         active |= set(zk_groups) - set(pic.kinds)
         active |= {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
         active |= {g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA}
         if self.coexist is not None:
             active |= self.coexist.groups()
         sizes = {g: len(v.offsets) for g, v in pic.views.items()}
-        active |= self._next_page(set(wanted) | set(zk_groups) | mirrored, sizes)
+        active |= self.kafka.next_page(set(wanted) | set(zk_groups) | mirrored, sizes)
         # a topic created a moment ago may not be in the topics read yet: such a group is
         # decided again each tick until it is (topics are read every full_interval_s), and
         # once more in the tick its topics became known (else it waited for the next event
@@ -501,29 +347,6 @@ class GroupMirrorFlow:
         before = self._topic_unknown
         self._topic_unknown = {g for g in before | active if _unknown_topics(pic.views.get(g), pic)}
         return active | before | self._topic_unknown
-
-    def _next_page(self, groups: set[str], sizes: dict[str, int]) -> set[str]:
-        """After a full read: the next page of groups (see ``PAGE_OFFSETS``), with a
-        progress line every ``PROGRESS_EVERY_S``."""
-        if self._pages is None:
-            return set()
-        now = time.monotonic()
-        if not self._pages and not self._paging[1]:  # a full read just happened
-            self._pages = _pages(sorted(groups), sizes)
-            self._paging = (now, len(groups), now)
-        started, total, logged = self._paging
-        page = self._pages.pop(0) if self._pages else []
-        left = sum(len(p) for p in self._pages)
-        if not self._pages:
-            if started < now:
-                log.info("reconciled %d groups in %.1f s", total, now - started)
-            self._pages, self._paging = None, (0.0, 0, 0.0)
-        elif now - logged >= PROGRESS_EVERY_S:
-            log.info(
-                "reconciling groups: %d of %d done (%.0f s)", total - left, total, now - started
-            )
-            self._paging = (started, total, now)
-        return set(page)
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
@@ -735,22 +558,6 @@ def _unknown_topics(view: GroupView | None, pic: KafkaPicture) -> bool:
     for m in view.members:
         topics.update(m.assignment or {})
     return any(t not in pic.partitions for t in topics)
-
-
-def _pages(groups: list[str], sizes: dict[str, int]) -> list[list[str]]:
-    """``groups`` cut into pages of about ``PAGE_OFFSETS`` offsets, ``PAGE_GROUPS`` groups."""
-    pages: list[list[str]] = []
-    page: list[str] = []
-    held = 0
-    for g in groups:
-        page.append(g)
-        held += max(1, sizes.get(g, 0))
-        if held >= PAGE_OFFSETS or len(page) >= PAGE_GROUPS:
-            pages.append(page)
-            page, held = [], 0
-    if page:
-        pages.append(page)
-    return pages
 
 
 def _group_of(path: str) -> str:

@@ -26,7 +26,7 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bench import create_topic
-from bridge.flows import groups as groups_flow
+from bridge.flows import kafka_groups
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
@@ -91,7 +91,7 @@ def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
     """Count the flow's full reads; ``during`` runs right after each (Kafka read, nothing
     written yet)."""
     calls: list[int] = []
-    original = flow._full_picture
+    original = flow.kafka._full_picture
 
     def counted():
         pic = original()
@@ -100,7 +100,7 @@ def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
             during()
         return pic
 
-    flow._full_picture = counted
+    flow.kafka._full_picture = counted
     return calls
 
 
@@ -134,7 +134,7 @@ def test_missed_event_is_caught_by_the_reconcile(zk, world):
 def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeypatch, caplog):
     """After a full read the groups are written a page per tick, the first page on the
     first tick, with a line saying when all were (PAGE_GROUPS made small for the test)."""
-    monkeypatch.setattr(groups_flow, "PAGE_GROUPS", 4)
+    monkeypatch.setattr(kafka_groups, "PAGE_GROUPS", 4)
     topic = topic_name("t")
     create_topic(admin, topic, 1)
     prefix = topic_name("p")
@@ -158,7 +158,7 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
     )
     try:
         flow.resync()
-        caplog.set_level(logging.INFO, logger=groups_flow.__name__)
+        caplog.set_level(logging.INFO, logger=kafka_groups.log.name)
         written = []
         for _ in range(3):
             flow.tick()
@@ -177,7 +177,7 @@ def test_a_group_whose_topic_shows_late_is_written_once_it_shows(zk, world, monk
     another event or reconcile."""
     flow, consumer, group, topic = world
     _tick_until(flow, zk, group, topic, 5)
-    real = groups_flow.partition_counts
+    real = kafka_groups.partition_counts
     hide = [1]
 
     def late(admin, topics=None):
@@ -187,7 +187,7 @@ def test_a_group_whose_topic_shows_late_is_written_once_it_shows(zk, world, monk
             counts.pop(topic, None)
         return counts
 
-    monkeypatch.setattr(groups_flow, "partition_counts", late)
+    monkeypatch.setattr(kafka_groups, "partition_counts", late)
     _commit(consumer, topic, 7)
     flow.resync()
     flow.tick()  # the full read, without the topic: nothing written for it

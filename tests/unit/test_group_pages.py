@@ -1,11 +1,11 @@
-"""Pages of a paged reconcile (flows.groups._pages): about PAGE_OFFSETS offsets each."""
+"""Pages of a paged reconcile (flows.kafka_groups._pages): about PAGE_OFFSETS offsets each."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.flows import groups as flow
+from bridge.flows import kafka_groups as flow
 
 
 @given(st.lists(st.integers(0, 5000), max_size=300))
