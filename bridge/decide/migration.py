@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 import zkpaths
+from bridge.kafka.views import GroupView
 from zkpaths import TopicPartition
 
 
@@ -230,6 +231,39 @@ class OffsetPlan:
     desired: dict = field(default_factory=dict)  # path -> plan.Desired
     to_kafka: dict[TopicPartition, int] = field(default_factory=dict)
     written_zk: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def kafka_writers(view: GroupView, proxy_client_id: str) -> set[TopicPartition] | None:
+    """The partitions the group's Kafka members (not the bridge's proxies, whose client id
+    is ``proxy_client_id``) own and commit themselves; None while the group is not settled
+    (mid-rebalance: unknown). A Dead group without members is a stopped group, not in Kafka."""
+    settled = view.state in ("Stable", "Empty") or (view.state == "Dead" and not view.members)
+    if not settled:
+        return None
+    return {
+        TopicPartition(t, p)
+        for m in view.members
+        if m.client_id != proxy_client_id
+        for t, ps in (m.assignment or {}).items()
+        for p in ps
+    }
+
+
+def offsets_after(
+    zk: Mapping[TopicPartition, int],
+    kafka: Mapping[TopicPartition, int] | None,
+    plan: OffsetPlan,
+) -> dict[TopicPartition, tuple[int, int]]:
+    """Per partition, the (ZooKeeper, Kafka) offsets as ``plan`` leaves them (-1: none),
+    for the answer to a forced sync."""
+    kafka = kafka or {}
+    return {
+        tp: (
+            max(zk.get(tp, -1), plan.written_zk.get(tp, -1)),
+            max(kafka.get(tp, -1), plan.to_kafka.get(tp, -1)),
+        )
+        for tp in set(zk) | set(kafka)
+    }
 
 
 def offset_nodes(

@@ -33,7 +33,14 @@ from bridge.decide.groups import (
     legacy_members,
     next_gen_refusal,
 )
-from bridge.decide.migration import GroupRecord, StorageMode, infer_mode, offset_nodes
+from bridge.decide.migration import (
+    GroupRecord,
+    StorageMode,
+    infer_mode,
+    kafka_writers,
+    offset_nodes,
+    offsets_after,
+)
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
@@ -345,7 +352,7 @@ class GroupMirrorFlow:
         # once more in the tick its topics became known (else it waited for the next event
         # or reconcile, seen under load as an offset never mirrored)
         before = self._topic_unknown
-        self._topic_unknown = {g for g in before | active if _unknown_topics(pic.views.get(g), pic)}
+        self._topic_unknown = {g for g in before | active if pic.unknown_topics(pic.views.get(g))}
         return active | before | self._topic_unknown
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
@@ -435,7 +442,7 @@ class GroupMirrorFlow:
                 decided.refresh.update(plan.desired)  # consumers write these nodes too
             if plan.to_kafka:
                 to_kafka[g] = plan.to_kafka
-            self._after[g] = _both_after(zk_offsets, kafka, plan.written_zk, plan.to_kafka)
+            self._after[g] = offsets_after(zk_offsets, kafka, plan)
         self._record_inferred(inferred)
         for mode, count in modes.items():
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)
@@ -458,7 +465,7 @@ class GroupMirrorFlow:
             return None, None
         if self.coexist is not None and g in self.coexist.pending:
             return dict(view.offsets), None
-        return dict(view.offsets), _kafka_writers(view)
+        return dict(view.offsets), kafka_writers(view, PROXY_CLIENT_ID)
 
     def _record_inferred(self, inferred: dict[str, StorageMode]) -> None:
         """Record the modes inferred this tick, in batches (not a round trip per group)."""
@@ -516,48 +523,6 @@ class GroupMirrorFlow:
         self._reported.add(key)
         METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
         log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
-
-
-def _kafka_writers(view: GroupView) -> set[TopicPartition] | None:
-    """The partitions the group's Kafka members (not the bridge's proxies) own and commit
-    themselves; None while the group is not settled (mid-rebalance: unknown)."""
-    # a Dead group without members is a stopped group, not in Kafka
-    settled = view.state in ("Stable", "Empty") or (view.state == "Dead" and not view.members)
-    if not settled:
-        return None
-    return {
-        TopicPartition(t, p)
-        for m in view.members
-        if m.client_id != PROXY_CLIENT_ID
-        for t, ps in (m.assignment or {}).items()
-        for p in ps
-    }
-
-
-def _both_after(
-    zk: dict[TopicPartition, int],
-    kafka: dict[TopicPartition, int] | None,
-    written_zk: dict[TopicPartition, int],
-    to_kafka: dict[TopicPartition, int],
-) -> dict[TopicPartition, tuple[int, int]]:
-    """Per partition, the (ZooKeeper, Kafka) offsets as this tick leaves them."""
-    return {
-        tp: (
-            max(zk.get(tp, -1), written_zk.get(tp, -1)),
-            max((kafka or {}).get(tp, -1), to_kafka.get(tp, -1)),
-        )
-        for tp in set(zk) | set(kafka or {})
-    }
-
-
-def _unknown_topics(view: GroupView | None, pic: KafkaPicture) -> bool:
-    """Whether ``view`` names a topic (offsets, assignment) the picture has no count for."""
-    if view is None or view.error:
-        return False
-    topics = {tp[0] for tp in view.offsets}
-    for m in view.members:
-        topics.update(m.assignment or {})
-    return any(t not in pic.partitions for t in topics)
 
 
 def _group_of(path: str) -> str:

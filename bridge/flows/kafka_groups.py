@@ -42,6 +42,15 @@ class KafkaPicture:
     partitions: dict[str, int]  # topic -> partition count
     read_at: float
 
+    def unknown_topics(self, view: GroupView | None) -> bool:
+        """Whether ``view`` names a topic (offsets, assignment) the picture has no count for."""
+        if view is None or view.error:
+            return False
+        topics = {tp[0] for tp in view.offsets}
+        for m in view.members:
+            topics.update(m.assignment or {})
+        return any(t not in self.partitions for t in topics)
+
 
 class HandOvers(Protocol):
     """What the reader needs of the coexistence: the groups with a hand-over pending (read

@@ -9,14 +9,18 @@ from hypothesis import strategies as st
 from bridge.decide.migration import (
     GroupRecord,
     GroupSnapshot,
+    OffsetPlan,
     Offsets,
     StepRefused,
     StorageMode,
     check_step,
     gates,
     infer_mode,
+    kafka_writers,
+    offsets_after,
     reconcile,
 )
+from bridge.kafka.views import GroupView, MemberView
 from zkpaths import TopicPartition
 
 Z, D, K = StorageMode.ZOOKEEPER, StorageMode.DUAL, StorageMode.KAFKA
@@ -148,3 +152,24 @@ def test_no_blind_commit_into_kafka_for_partitions_a_member_commits_itself():
     assert plan.to_kafka == {tp1: 10}  # TP's owner commits in Kafka: never raced
     unknown = offset_nodes("g", D, zk, kafka_offsets=kafka, kafka_writers=None, **kw)
     assert unknown.to_kafka == {}  # mid-rebalance: owners unknown, nothing blind
+
+
+def _member(client: str, assignment: dict[str, tuple[int, ...]] | None) -> MemberView:
+    return MemberView(f"{client}-1", client, "/127.0.0.1", ("t",), assignment)
+
+
+def test_kafka_writers_are_the_settled_members_partitions_without_the_proxies() -> None:
+    members = (_member("app", {"t": (0, 1)}), _member("proxy", {"t": (2,)}))
+    view = GroupView("g", "Stable", "consumer", "range", members)
+    assert kafka_writers(view, "proxy") == {TopicPartition("t", 0), TopicPartition("t", 1)}
+    assert kafka_writers(GroupView("g", "Dead", "", None), "proxy") == set()  # stopped group
+    for state in ("PreparingRebalance", "CompletingRebalance", "Dead"):  # unknown: None
+        assert kafka_writers(GroupView("g", state, "consumer", None, members), "proxy") is None
+
+
+def test_offsets_after_take_the_larger_of_what_was_read_and_written() -> None:
+    a, b, c = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+    plan = OffsetPlan(to_kafka={a: 9}, written_zk={b: 7})
+    after = offsets_after({a: 5, b: 3}, {a: 4, c: 2}, plan)
+    assert after == {a: (5, 9), b: (7, -1), c: (-1, 2)}
+    assert offsets_after({a: 5}, None, OffsetPlan()) == {a: (5, -1)}
