@@ -159,6 +159,26 @@ def report(
             f"  ! the load generator fell {sustained.behind:.1f} s behind its schedule: the "
             "machine was short of CPU, so latencies include queueing outside the bridge"
         )
+    _targets(a, cold, rss, sustained, p99, unseen, ratio)
+    print(
+        "\nmarkdown row: "
+        f"| {time.strftime('%Y-%m-%d')} | {G}x{P} | {cold['first_s']:.1f} s | "
+        f"{cold['last_s']:.1f} s | {cold['rate']:.0f} / {raw_rate:.0f} nodes/s ({ratio:.0%}) | "
+        f"{a.rate:.0f}/s: {sustained.rate:.0f}/s, p50 {p50 * 1000:.0f} / p99 "
+        f"{p99 * 1000:.0f} ms, {unseen} unseen | {rss or 0:.0f} MB |"
+    )
+
+
+def _targets(
+    a: argparse.Namespace,
+    cold: dict[str, float],
+    rss: float | None,
+    sustained,
+    p99: float,
+    unseen: int,
+    ratio: float,
+) -> None:
+    """The targets section of the report: each figure against its target."""
     at_rate = a.rate >= TARGET_RATE
     print("\ntargets")
     print(
@@ -184,13 +204,6 @@ def report(
     print(
         "  old consumer commit in ZooKeeper -> Kafka p99 <= 200 ms"
         f"{'':<10}{verdict(None)}  (not measured by this bench yet)"
-    )
-    print(
-        "\nmarkdown row: "
-        f"| {time.strftime('%Y-%m-%d')} | {G}x{P} | {cold['first_s']:.1f} s | "
-        f"{cold['last_s']:.1f} s | {cold['rate']:.0f} / {raw_rate:.0f} nodes/s ({ratio:.0%}) | "
-        f"{a.rate:.0f}/s: {sustained.rate:.0f}/s, p50 {p50 * 1000:.0f} / p99 "
-        f"{p99 * 1000:.0f} ms, {unseen} unseen | {rss or 0:.0f} MB |"
     )
 
 
