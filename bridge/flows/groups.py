@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -43,7 +44,7 @@ from bridge.decide.migration import (
 )
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.flows.coexist import Coexistence
-from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
+from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
 from bridge.flows.storm import StormSpouts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter, read_groups, read_offsets
@@ -146,17 +147,46 @@ class GroupMirrorFlow:
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
+        #: whether this term read the ledger in full yet; then the pages still to verify
+        self._loaded = False
+        self._verifying: list[list[str]] = []
 
     def owned(self) -> set[str]:
         root = zkpaths.CONSUMERS
         return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
 
     def resync(self) -> None:
+        """The safety net. At the start of a term the ledger and every owned node are read
+        in full. After that (the service's timer) nothing is walked whole: the owned groups
+        are queued and read again a page per tick (:meth:`_verify_page`): the ledger is
+        kept true by this bridge's own fenced writes, and only someone else's change can
+        make ``known`` wrong, which a write conditional on it also finds."""
         self.watched.clear()  # the safety net for a watch lost any other way
-        self.writer.ledger.load(self.zk, SCOPE)
-        self.known = read_nodes(self.zk, sorted(self.owned()))
         if self.follower is not None:
             self.kafka.picture = None  # the full reconcile: every group asked again
+        if not self._loaded:
+            self.writer.ledger.load(self.zk, SCOPE)
+            self.known = read_nodes(self.zk, sorted(self.owned()))
+            self._loaded, self._verifying = True, []
+            return
+        sizes = Counter(_group_of(p) for p in self.owned())
+        sizes.pop("", None)  # /consumers itself: read at the start of the term
+        self._verifying = pages(sorted(sizes), sizes)
+
+    def _verify_page(self) -> None:
+        """The next page of the background verification ``resync`` queued."""
+        if self._verifying:
+            self._reload(self._verifying.pop(0))
+
+    def _reload(self, groups: list[str]) -> None:
+        """The ledger below each of ``groups`` and their owned nodes, read again."""
+        if not groups:
+            return
+        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
+        chosen = set(groups)
+        paths = [p for p in self.owned() if _group_of(p) in chosen]
+        kept = {p: n for p, n in self.known.items() if _group_of(p) not in chosen}
+        self.known = kept | read_nodes(self.zk, paths)
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made. Read Kafka's groups and
@@ -166,6 +196,7 @@ class GroupMirrorFlow:
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
+        self._verify_page()
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
         pic = self.kafka.read()
@@ -490,7 +521,7 @@ class GroupMirrorFlow:
     def _apply_per_group(self, desired: dict[str, Desired], scope: set[str] | None) -> int:
         """After a rejected batch: re-read, then write each group on its own, so that one
         group's race with an old consumer does not hold back the others."""
-        self.resync()
+        self._reload(sorted({_group_of(p) for p in desired} - {""}))
         fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
         current = {**self.known, **fresh}
         every = self.owned()
@@ -510,7 +541,7 @@ class GroupMirrorFlow:
                 self._report_once(
                     group, f"ZooKeeper refused a write ({exc}); will retry", "rejected"
                 )
-                self.resync()
+                self._reload([group] if group else [])
         return written
 
     def _bad_node(self, problem: NodeProblem) -> None:

@@ -222,7 +222,7 @@ class KafkaGroupsReader:
             return set()
         now = time.monotonic()
         if not self._pages and not self._paging[1]:  # a full read just happened
-            self._pages = _pages(sorted(groups), sizes)
+            self._pages = pages(sorted(groups), sizes)
             self._paging = (now, len(groups), now)
         started, total, logged = self._paging
         page = self._pages.pop(0) if self._pages else []
@@ -239,7 +239,7 @@ class KafkaGroupsReader:
         return set(page)
 
 
-def _pages(groups: list[str], sizes: dict[str, int]) -> list[list[str]]:
+def pages(groups: list[str], sizes: dict[str, int]) -> list[list[str]]:
     """``groups`` cut into pages of about ``PAGE_OFFSETS`` offsets, ``PAGE_GROUPS`` groups."""
     pages: list[list[str]] = []
     page: list[str] = []

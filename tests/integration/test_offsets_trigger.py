@@ -194,3 +194,55 @@ def test_a_group_whose_topic_shows_late_is_written_once_it_shows(zk, world, monk
     assert not hide and _zk_offset(zk, group, topic) == 5
     flow.follower.changed_groups = lambda timeout_ms=0: set()  # no event helps it
     wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == 7, 10, 0.1, "7")
+
+
+def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_name, monkeypatch):
+    """After the term's first full read, a resync walks nothing at once: the owned groups
+    are read again a page per tick. Someone else deletes an offset node the bridge owns
+    (the flow's known tree still has it): without a resync no tick re-creates it (the
+    negative control); after one, the tick verifying its group's page does, and the tick
+    before it (an earlier page) does not."""
+    monkeypatch.setattr(kafka_groups, "PAGE_GROUPS", 2)
+    topic = topic_name("t")
+    create_topic(admin, topic, 1)
+    prefix = topic_name("p")
+    names = [f"{prefix}-{i}" for i in range(4)]
+    for g in names:
+        wait_for(
+            lambda g=g: all(
+                e is NoError
+                for e in admin.alter_group_offsets(
+                    g, {KafkaTP(topic, 0): OffsetAndMetadata(3, "", -1)}
+                ).values()
+            ),
+            30,
+            0.2,
+            f"the commit of {g}",
+        )
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT)
+    flow.resync()
+    wait_for(
+        lambda: flow.tick() >= 0 and all(_zk_offset(zk, g, topic) == 3 for g in names),
+        30,
+        0.1,
+        "every group mirrored",
+    )
+    loads: list[list[str]] = []
+    real_load = writer.ledger.load
+    writer.ledger.load = lambda client, scopes=("/",): (
+        loads.append(list(scopes)),
+        real_load(client, scopes),
+    )[1]
+    last = names[-1]
+    zk.delete(zkpaths.offset_path(last, topic, 0))
+    for _ in range(3):
+        flow.tick()
+    assert _zk_offset(zk, last, topic) is None  # the known tree still says it is there
+    flow.resync()
+    assert loads == []  # nothing walked at once
+    flow.tick()  # the first page: the first two groups
+    assert _zk_offset(zk, last, topic) is None
+    flow.tick()  # the second page: the deleted node's group, re-created from its view
+    assert _zk_offset(zk, last, topic) == 3
+    assert loads == [[f"/consumers/{g}" for g in names[:2]], [f"/consumers/{g}" for g in names[2:]]]
