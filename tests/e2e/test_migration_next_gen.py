@@ -29,6 +29,7 @@ pytestmark = pytest.mark.e2e
 
 PARTITIONS = 3
 PER_PARTITION = 40
+EXPECT_2 = ("--expect-members", "2", "--lag-window", "1")
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +122,12 @@ def test_an_old_group_migrates_to_a_next_generation_group_and_rolls_back(
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "Kafka consumer group is Stable with 1 member(s): newN1" in refused.stderr
         assert "old consumer" not in refused.stderr, "the mirror of newN1 is not an old consumer"
+        # the gates see the next-generation member (not an empty group): asked for two
+        # members, they count exactly the one, mirrored (the control of "members present")
+        step = cli(stack, chroot, *("migrate", group, "--to", "kafka", "--dry-run"), *EXPECT_2)
+        assert step.returncode == 1, step.stdout + step.stderr
+        assert "1 members present, 2 expected" in step.stdout, step.stdout
+        assert "is not mirrored" not in step.stdout, step.stdout
         for to in ("kafka", "dual"):  # finalize, then the rollback runbook
             migrate(stack, chroot, zk, group, to)
         new.stop()
