@@ -39,13 +39,15 @@ def zk_tables(snap: DataFrame) -> tuple[DataFrame, DataFrame]:
     )
     in_group = snap.where(F.col("group").isNotNull())
     is_group = F.col("kind") == "group"
+    # an old consumer's registration; not the bridge's mirror of a Kafka member
+    # (``<group>_~~<member id>``, zkpaths.mirror_ids), which is a member of the Kafka group
+    mirrored = F.col("consumer_id").startswith(F.concat(F.col("group"), F.lit("_~~")))
+    old_consumer = (F.col("kind") == "consumer") & F.col("error").isNull() & ~mirrored
     facts = in_group.groupBy("group").agg(
         F.max(is_group).alias("in_zookeeper"),
         F.max(F.when(is_group, F.col("writable"))).alias("zk_writable"),
         F.max(F.when(is_group, F.col("note"))).alias("zk_not_writable"),
-        F.count(F.when((F.col("kind") == "consumer") & F.col("error").isNull(), 1)).alias(
-            "zk_consumers"
-        ),
+        F.count(F.when(old_consumer, 1)).alias("zk_consumers"),
         F.collect_list(F.col("error")).alias("zk_bad_nodes"),
     )
     return offsets, facts

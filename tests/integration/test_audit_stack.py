@@ -691,7 +691,12 @@ def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> N
         [snapshot.NodeRow("offset", "/consumers/x-g/offsets/t/0", "x-g", "t", 0, offset=7)]
         + [snapshot.NodeRow("group", "/consumers/x-g", "x-g", writable=True)]
         + [snapshot.NodeRow("offset", "/consumers/x-n/offsets/t/0", "x-n", "t", 0, offset=5)]
-        + [snapshot.NodeRow("group", "/consumers/x-n", "x-n", writable=True)],
+        + [snapshot.NodeRow("group", "/consumers/x-n", "x-n", writable=True)]
+        # the bridge's mirror of x-n's member (not an old consumer), and one old consumer
+        + [
+            snapshot.NodeRow("consumer", f"/consumers/x-n/ids/{c}", "x-n", consumer_id=c)
+            for c in ("x-n_~~m-1", "old-host-1700000000000-0f3c")
+        ],
         {"format": snapshot.SNAPSHOT_FORMAT, "version": 1},
         "jsonl",
     )
@@ -724,6 +729,8 @@ def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> N
     assert (n["kafka_group_type"], n["kafka_members"], n["kafka_generation"]) == ("consumer", 1, 7)
     assert n["verdict"] == BLOCKED and not n["can_roll_back"] and not n["can_finalize"]
     assert any("1 member(s) in the next-generation" in r for r in n["reasons"])
+    assert n["zk_consumers"] == 1  # the mirrored member is not an old consumer
+    assert any("1 old consumer(s) and 1 next-generation member(s)" in r for r in n["reasons"])
     assert groups["x-g"]["kafka_group_type"] == "consumer"  # its epoch record, cut short
     # x-h's only commit is a truncated v3 value
     assert groups["x-h"]["verdict"] == BLOCKED
