@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,7 +41,7 @@ from bridge.decide.migration import (
     offset_nodes,
     offsets_after,
 )
-from bridge.decide.plan import Desired, Node, plan_writes
+from bridge.decide.plan import Desired, Node
 from bridge.flows.coexist import Coexistence
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
 from bridge.flows.storm import StormSpouts
@@ -53,10 +52,11 @@ from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper import sync
+from bridge.zookeeper.owned import OwnedTree, group_of
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import create_records, read_records
 from bridge.zookeeper.watched import WatchedChildren
-from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
+from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ class GroupMirrorFlow:
         self.coexist = coexistence
         if coexistence is not None:
             coexistence.report = self._report_once
-        self.known: dict[str, Node] = {}
+        self.tree = OwnedTree(zk, writer, SCOPE, self._report_once)
         self.full_interval_s = full_interval_s
         self.committer = committer
         self.root = root
@@ -147,46 +147,22 @@ class GroupMirrorFlow:
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
-        #: whether this term read the ledger in full yet; then the pages still to verify
-        self._loaded = False
-        self._verifying: list[list[str]] = []
 
     def owned(self) -> set[str]:
-        root = zkpaths.CONSUMERS
-        return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
+        return self.tree.owned()
+
+    @property
+    def known(self) -> dict[str, Node]:
+        """Each owned (or decided) node as last read: what plans are made against."""
+        return self.tree.known
 
     def resync(self) -> None:
-        """The safety net. At the start of a term the ledger and every owned node are read
-        in full. After that (the service's timer) nothing is walked whole: the owned groups
-        are queued and read again a page per tick (:meth:`_verify_page`): the ledger is
-        kept true by this bridge's own fenced writes, and only someone else's change can
-        make ``known`` wrong, which a write conditional on it also finds."""
+        """The safety net: Kafka's side in full (with a follower), ZooKeeper's owned tree
+        in full once per term and then verified a page per tick (:class:`OwnedTree`)."""
         self.watched.clear()  # the safety net for a watch lost any other way
         if self.follower is not None:
             self.kafka.picture = None  # the full reconcile: every group asked again
-        if not self._loaded:
-            self.writer.ledger.load(self.zk, SCOPE)
-            self.known = read_nodes(self.zk, sorted(self.owned()))
-            self._loaded, self._verifying = True, []
-            return
-        sizes = Counter(_group_of(p) for p in self.owned())
-        sizes.pop("", None)  # /consumers itself: read at the start of the term
-        self._verifying = pages(sorted(sizes), sizes)
-
-    def _verify_page(self) -> None:
-        """The next page of the background verification ``resync`` queued."""
-        if self._verifying:
-            self._reload(self._verifying.pop(0))
-
-    def _reload(self, groups: list[str]) -> None:
-        """The ledger below each of ``groups`` and their owned nodes, read again."""
-        if not groups:
-            return
-        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
-        chosen = set(groups)
-        paths = [p for p in self.owned() if _group_of(p) in chosen]
-        kept = {p: n for p, n in self.known.items() if _group_of(p) not in chosen}
-        self.known = kept | read_nodes(self.zk, paths)
+        self.tree.resync(pages)
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made. Read Kafka's groups and
@@ -196,7 +172,7 @@ class GroupMirrorFlow:
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
-        self._verify_page()
+        self.tree.verify_page()
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
         pic = self.kafka.read()
@@ -232,7 +208,7 @@ class GroupMirrorFlow:
             wanted = [g for g in wanted if g in scope]
             zk_groups = [g for g in zk_groups if g in scope]
             mirrored &= scope
-            owned = {p for p in owned if _group_of(p) in scope}
+            owned = {p for p in owned if group_of(p) in scope}
         return ZkPicture(wanted, dead, zk_groups, mirrored, registered, owned, scope)
 
     def _decide(self, pic: KafkaPicture, tree: ZkPicture) -> Decided:
@@ -318,27 +294,8 @@ class GroupMirrorFlow:
         self.refused = aside
 
     def _write(self, decided: Decided, tree: ZkPicture) -> int:
-        """Plan the difference between the desired and the current nodes and apply it
-        fenced; a rejected batch is retried group by group."""
-        desired, refresh = decided.desired, decided.refresh
-        unknown = [p for p in desired if p not in self.known or p in refresh]
-        fresh = read_nodes(self.zk, unknown)
-        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
-        plan = plan_writes(desired, current, tree.owned, self.writer.session_id)
-        for c in plan.conflicts:
-            self._report_once(c.path, f"not writing node: {c.reason}", "conflict")
-        # adopt what was read, so the planner and the known tree agree
-        every = self.owned()
-        self.known = {p: n for p, n in current.items() if p in desired or p in every}
-        if not plan.ops:
-            return 0
-        try:
-            self.writer.apply(plan.ops, self.known)
-            return len(plan.ops)
-        except BatchRejected as exc:
-            log.warning("group batch rejected (%s); retrying group by group", exc)
-            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
-            return self._apply_per_group(desired, tree.scope)
+        """The difference between the desired and the current nodes, applied fenced."""
+        return self.tree.write(decided.desired, decided.refresh, tree.owned, tree.scope)
 
     def _dialects(
         self, group: str, legacy: list[str], view: GroupView | None
@@ -518,32 +475,6 @@ class GroupMirrorFlow:
             out[g] = ({tp: n.offset for tp, n in nodes.items()}, mine)
         return out
 
-    def _apply_per_group(self, desired: dict[str, Desired], scope: set[str] | None) -> int:
-        """After a rejected batch: re-read, then write each group on its own, so that one
-        group's race with an old consumer does not hold back the others."""
-        self._reload(sorted({_group_of(p) for p in desired} - {""}))
-        fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
-        current = {**self.known, **fresh}
-        every = self.owned()
-        owned = every if scope is None else {p for p in every if _group_of(p) in scope}
-        plan = plan_writes(desired, current, owned, self.writer.session_id)
-        self.known = {p: n for p, n in current.items() if p in desired or p in every}
-        by_group: dict[str, list] = {}
-        for op in plan.ops:
-            group = op.path.split("/")[2] if op.path.count("/") >= 2 else ""
-            by_group.setdefault(group, []).append(op)
-        written = 0
-        for group, ops in by_group.items():
-            try:
-                self.writer.apply(ops, self.known)
-                written += len(ops)
-            except BatchRejected as exc:
-                self._report_once(
-                    group, f"ZooKeeper refused a write ({exc}); will retry", "rejected"
-                )
-                self._reload([group] if group else [])
-        return written
-
     def _bad_node(self, problem: NodeProblem) -> None:
         self._report_once(problem.path, f"bad node left alone: {problem.reason}", "bad_node")
 
@@ -554,12 +485,6 @@ class GroupMirrorFlow:
         self._reported.add(key)
         METRICS.node_problems.labels(flow=self.name, kind=kind).inc()
         log.warning("%s", message, extra={"group" if "/" not in subject else "node": subject})
-
-
-def _group_of(path: str) -> str:
-    """The group of a ``/consumers/<g>/...`` path ("" for ``/consumers`` itself)."""
-    parts = path.split("/", 3)
-    return parts[2] if len(parts) > 2 else ""
 
 
 __all__ = ["GroupMirrorFlow", "group_paths"]

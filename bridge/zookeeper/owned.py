@@ -1,0 +1,130 @@
+"""The consumer-tree nodes the bridge owns, what it last read of them, and how it writes.
+
+The groups flow plans against ``known`` (each node's data and version as last read) and the
+fenced writer applies the plan conditional on those versions. Keeping ``known`` true is this
+class's one job, at a cost that follows what changed: the ledger and the owned nodes are read
+in full once per term; after that the bridge's own fenced writes keep them true, so the
+periodic safety net verifies them a page of groups per tick, and a write ZooKeeper refuses (a
+node was not as read: someone else changed it) re-reads only that group.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+import zkpaths
+from bridge.decide.plan import Desired, Node, plan_writes
+from bridge.metrics import METRICS
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
+
+log = logging.getLogger(__name__)
+
+#: (subject, message, kind): the flow's once-per-subject report
+Report = Callable[[str, str, str], None]
+#: groups cut into pages for the background verification (the flow's paging)
+Pager = Callable[[list[str], dict[str, int]], list[list[str]]]
+
+
+def group_of(path: str) -> str:
+    """The group of a ``/consumers/<g>/...`` path ("" for ``/consumers`` itself)."""
+    parts = path.split("/", 3)
+    return parts[2] if len(parts) > 2 else ""
+
+
+class OwnedTree:
+    """``known`` for the nodes under ``/consumers``, read in full once, then in pages."""
+
+    def __init__(self, zk, writer: FencedWriter, scopes: tuple[str, ...], report: Report) -> None:
+        self.zk = zk
+        self.writer = writer
+        self.scopes = scopes
+        self.report = report
+        self.known: dict[str, Node] = {}
+        #: whether this term read the ledger in full yet; then the pages still to verify
+        self.loaded = False
+        self.verifying: list[list[str]] = []
+
+    def owned(self) -> set[str]:
+        root = zkpaths.CONSUMERS
+        return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
+
+    def resync(self, pager: Pager) -> None:
+        """In full the first time in a term; later, queue every owned group for
+        :meth:`verify_page` (nothing is walked whole on the service's timer)."""
+        if not self.loaded:
+            self.writer.ledger.load(self.zk, self.scopes)
+            self.known = read_nodes(self.zk, sorted(self.owned()))
+            self.loaded, self.verifying = True, []
+            return
+        sizes = Counter(group_of(p) for p in self.owned())
+        sizes.pop("", None)  # /consumers itself: read at the start of the term
+        self.verifying = pager(sorted(sizes), sizes)
+
+    def verify_page(self) -> None:
+        """The next page of the background verification ``resync`` queued."""
+        if self.verifying:
+            self.reload(self.verifying.pop(0))
+
+    def reload(self, groups: list[str]) -> None:
+        """The ledger below each of ``groups`` and their owned nodes, read again."""
+        if not groups:
+            return
+        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
+        chosen = set(groups)
+        paths = [p for p in self.owned() if group_of(p) in chosen]
+        kept = {p: n for p, n in self.known.items() if group_of(p) not in chosen}
+        self.known = kept | read_nodes(self.zk, paths)
+
+    def write(
+        self,
+        desired: Mapping[str, Desired],
+        refresh: set[str],
+        owned: set[str],
+        scope: set[str] | None,
+    ) -> int:
+        """Plan the difference between ``desired`` and the nodes as known (``refresh``:
+        read again first) and apply it fenced; a rejected batch is retried group by group.
+        The number of operations written."""
+        unknown = [p for p in desired if p not in self.known or p in refresh]
+        fresh = read_nodes(self.zk, unknown)
+        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
+        plan = plan_writes(desired, current, owned, self.writer.session_id)
+        for c in plan.conflicts:
+            self.report(c.path, f"not writing node: {c.reason}", "conflict")
+        # adopt what was read, so the planner and the known tree agree
+        every = self.owned()
+        self.known = {p: n for p, n in current.items() if p in desired or p in every}
+        if not plan.ops:
+            return 0
+        try:
+            self.writer.apply(plan.ops, self.known)
+            return len(plan.ops)
+        except BatchRejected as exc:
+            log.warning("group batch rejected (%s); retrying group by group", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            return self._apply_per_group(desired, scope)
+
+    def _apply_per_group(self, desired: Mapping[str, Desired], scope: set[str] | None) -> int:
+        """After a rejected batch: re-read the groups, then write each on its own, so that
+        one group's race with an old consumer does not hold back the others."""
+        self.reload(sorted({group_of(p) for p in desired} - {""}))
+        fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
+        current = {**self.known, **fresh}
+        every = self.owned()
+        owned = every if scope is None else {p for p in every if group_of(p) in scope}
+        plan = plan_writes(desired, current, owned, self.writer.session_id)
+        self.known = {p: n for p, n in current.items() if p in desired or p in every}
+        by_group: dict[str, list] = {}
+        for op in plan.ops:
+            by_group.setdefault(group_of(op.path), []).append(op)
+        written = 0
+        for group, ops in by_group.items():
+            try:
+                self.writer.apply(ops, self.known)
+                written += len(ops)
+            except BatchRejected as exc:
+                self.report(group, f"ZooKeeper refused a write ({exc}); will retry", "rejected")
+                self.reload([group] if group else [])
+        return written
