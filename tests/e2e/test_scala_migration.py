@@ -179,11 +179,14 @@ class Releases:
         for g, c in shares.items():
             self.runs.setdefault(g, []).append(c)
 
-    def exactly_once(self, release: str) -> None:
+    def exactly_once(self, release: str, since: dict[int, int] | None = None) -> None:
+        """Every message of the release's ``-zk`` group once over the runs kept, from
+        ``since`` (where the runs kept began) to the last batch's ends."""
         seen: list[tuple[int, int]] = []
         for c in self.runs[self.zk_group[release]]:
             seen += [(m.partition, m.offset) for m in c.messages]
-        want = {(p, o) for p, end in self.ends[-1].items() for o in range(end)}
+        since = since or {}
+        want = {(p, o) for p, end in self.ends[-1].items() for o in range(since.get(p, 0), end)}
         assert set(seen) == want, f"{release}: {len(want - set(seen))} never consumed"
         assert len(seen) == len(want), f"{release}: {len(seen) - len(want)} duplicates"
 
@@ -274,19 +277,24 @@ def proxied(admin, group: str) -> bool:
     return any(m["client_id"] == "zk-bridge-proxy" for m in d["members"])
 
 
-def old_consumers_again(s: Releases, first: dict[int, int], before: dict[int, int]) -> None:
-    """The -zk consumers resume where the new ones stopped; one -kafka consumer's commits are
-    refused by Kafka once the bridge's proxy is a member of its group."""
-    refused = s.kafka_group[REFUSED]
+def old_consumers_again(
+    s: Releases, first: dict[int, int], before: dict[int, int], refusal: bool = True
+) -> None:
+    """The -zk consumers resume where the new ones stopped; with ``refusal``, one -kafka
+    consumer's commits are refused by Kafka once the bridge's proxy is a member of its group."""
+    refused = s.kafka_group[REFUSED] if refusal else None
     processes, shares = [], {}
     for r, g in s.zk_group.items():
-        groups = [(g, s.topic, ())] + ([(refused, s.topic, KAFKA_STORAGE)] if r == REFUSED else [])
+        groups = [(g, s.topic, ())]
+        if refused and r == REFUSED:
+            groups.append((refused, s.topic, KAFKA_STORAGE))
         process, share = s.jvm(r, f"again{s.tag[r]}", groups)
         processes.append(process)
         shares.update(share)
     try:
-        wait_for(lambda: proxied(s.admin, refused), 90, 0.5, f"a proxy in {refused}")
-        kept = kafka_offsets(s.admin, refused)  # from here on every commit of it is refused
+        if refused:
+            wait_for(lambda: proxied(s.admin, refused), 90, 0.5, f"a proxy in {refused}")
+            kept = kafka_offsets(s.admin, refused)  # from here on every commit is refused
         ends = s.batch("c")
         wait_until(lambda: all(consumed_to(c, ends) for c in shares.values()), shares, "again")
         s.lap("old consumers again")
@@ -297,6 +305,8 @@ def old_consumers_again(s: Releases, first: dict[int, int], before: dict[int, in
     for r, g in s.zk_group.items():
         assert first_offsets(shares[g]) == before, f"{r}: not where the new ones stopped"
         assert zk_offsets(s.zk, g, s.topic) == ends, r
+    if not refused:
+        return
     assert first_offsets(shares[refused]) == first
     assert kafka_offsets(s.admin, refused) == kept and by_partition(kept) != ends
     wait_for(lambda: zk_offsets(s.zk, refused, s.topic) == by_partition(kept), 30)
