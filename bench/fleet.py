@@ -15,12 +15,15 @@ written once each, the count of nodes matching the span:
    and rate by the same method, and its ratio to the raw ceiling;
 3. sustained: commits at ``--rate`` offset updates/s (one group's P partitions at a time),
    commit acknowledged -> visible in ZooKeeper (watches), p50/p99, and none unseen;
-4. the bridge's peak RSS (VmHWM) over the whole run.
+4. old consumers (storage mode ``zookeeper``, ``bench.fleet_zk``): ``--zk-groups`` groups
+   of one registered old consumer each commit their P offsets into ZooKeeper at
+   ``--zk-rate`` updates/s; write acknowledged -> the record arriving in
+   ``__consumer_offsets`` (a read_committed follower), p50/p99, and none unseen;
+5. the bridge's peak RSS (VmHWM) over the whole run.
 
 Targets are printed as MET / MISSED (the exit status is 0 either way). The issue's size,
 10,000 groups x 100 partitions, is for a quiet machine: ``--groups 10000 --partitions 100``.
-Not measured here: an old consumer's ZooKeeper commit -> Kafka (zookeeper mode), and
-scale-out over several bridges (not built yet).
+Not measured here: scale-out over several bridges (not built yet).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
+from bench import fleet_zk
 from bench.offsets import (
     OffsetBench,
     bench_session,
@@ -121,11 +125,19 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rate", type=float, default=TARGET_RATE, help="offset updates/s")
     ap.add_argument("--seconds", type=float, default=10.0, help="length of the sustained phase")
     ap.add_argument("--drain-seconds", type=float, default=60.0, help="wait for stragglers")
+    ap.add_argument("--zk-groups", type=int, default=20, help="old-consumer groups (0: none)")
+    ap.add_argument("--zk-rate", type=float, default=1000.0, help="their offset writes/s")
+    ap.add_argument("--zk-seconds", type=float, default=10.0, help="length of that phase")
     return parse_common(ap, argv)
 
 
 def report(
-    b: OffsetBench, raw: tuple[float, int, int], cold: dict[str, float], sustained, rss
+    b: OffsetBench,
+    raw: tuple[float, int, int],
+    cold: dict[str, float],
+    sustained,
+    rss,
+    zk: fleet_zk.ZkResult | None,
 ) -> None:
     G, P, a = b.G, b.P, b.args
     raw_rate, raw_nodes, raw_txns = raw
@@ -153,6 +165,7 @@ def report(
         "    unseen: watched / final (must be 0)        "
         f"{sustained.unseen_watched} / {sustained.unseen_final}"
     )
+    zk_p99, zk_ok = fleet_zk.report(zk, a.zk_rate, a.zk_seconds) if zk is not None else (0.0, False)
     print(f"  bridge peak RSS                               {rss or 0:9.0f} MB")
     if sustained.behind > 0.5:
         print(
@@ -160,6 +173,13 @@ def report(
             "machine was short of CPU, so latencies include queueing outside the bridge"
         )
     _targets(a, cold, rss, sustained, p99, unseen, ratio)
+    if zk is not None:
+        print(fleet_zk.target_line(zk, zk_p99, zk_ok))
+    else:
+        print(
+            "  old consumer commit in ZooKeeper -> Kafka p99 <= 200 ms"
+            f"{'':<10}{verdict(None)}  (--zk-groups 0)"
+        )
     print(
         "\nmarkdown row: "
         f"| {time.strftime('%Y-%m-%d')} | {G}x{P} | {cold['first_s']:.1f} s | "
@@ -201,10 +221,6 @@ def _targets(
         f"  mirror >= {TARGET_RATIO:.0%} of the raw ceiling (same method): {ratio:.1%}"
         f"{'':<6}{verdict(ratio >= TARGET_RATIO if timed else None)}"
     )
-    print(
-        "  old consumer commit in ZooKeeper -> Kafka p99 <= 200 ms"
-        f"{'':<10}{verdict(None)}  (not measured by this bench yet)"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,9 +235,21 @@ def main(argv: list[str] | None = None) -> int:
         print("starting the bridge (cold start) ...", flush=True)
         cold = cold_start(b)
         sustained, _ = b.settle(b.sustained(), "sustained drain")
+        zk = None
+        if args.zk_groups > 0:
+            zk = fleet_zk.run_phase(
+                b.connect,
+                args.bootstrap_server,
+                b.topic,
+                b.topic.rsplit("-", 1)[-1],
+                args.zk_groups,
+                b.P,
+                args.zk_rate,
+                args.zk_seconds,
+            )
         assert b.bridge is not None
         rss = peak_rss_mb(b.bridge.pid)
-        report(b, raw, cold, sustained, rss)
+        report(b, raw, cold, sustained, rss, zk)
         return 0
 
 

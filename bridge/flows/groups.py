@@ -45,6 +45,7 @@ from bridge.decide.plan import Desired, Node
 from bridge.flows.coexist import Coexistence
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
 from bridge.flows.storm import StormSpouts
+from bridge.kafka.calls import KafkaCallTimeout
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter, read_groups, read_offsets
 from bridge.kafka.offsets_log import OffsetsLogFollower
@@ -353,9 +354,17 @@ class GroupMirrorFlow:
     def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
         if self.follower is not None and to_kafka:
             to_kafka = self._still_ahead(to_kafka)
-        for group, offsets in to_kafka.items():
-            if self.committer is None:
+        if self.committer is None or not to_kafka:
+            return
+        try:  # one transaction for the tick: one per group made a tick seconds long
+            self.committer.commit_groups(to_kafka, "by_mode")
+            return
+        except KafkaError as exc:
+            if isinstance(exc, KafkaCallTimeout) or len(to_kafka) == 1:
+                for group in to_kafka:
+                    self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
                 return
+        for group, offsets in to_kafka.items():  # one group refused: the others go on alone
             try:
                 self.committer.commit(group, offsets, "by_mode")
             except KafkaError as exc:

@@ -109,9 +109,11 @@ class OffsetCommitter:
         }
         deadline = time.monotonic() + self.visible_within_s
         while pending and time.monotonic() < deadline:
+            # every group in one OffsetFetch request per coordinator, not one per group
+            seen = fetch_offsets(self.admin, {g: list(want) for g, want in pending.items()})
             for group, want in list(pending.items()):
-                seen = fetch_offsets(self.admin, {group: list(want)}).get(group, {})
-                if all(_shows(seen.get(tp), o, exact) for tp, o in want.items()):
+                got = seen.get(group, {})
+                if all(_shows(got.get(tp), o, exact) for tp, o in want.items()):
                     del pending[group]
             if pending:
                 time.sleep(0.05)
