@@ -187,6 +187,8 @@ def report(
         f"{a.rate:.0f}/s: {sustained.rate:.0f}/s, p50 {p50 * 1000:.0f} / p99 "
         f"{p99 * 1000:.0f} ms, {unseen} unseen | {rss or 0:.0f} MB |"
     )
+    if zk is not None:
+        print("markdown row (old consumers): " + fleet_zk.markdown(zk, a.zk_rate))
 
 
 def _targets(
