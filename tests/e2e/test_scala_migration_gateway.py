@@ -66,12 +66,17 @@ def joined(admin, group: str) -> bool:
         return False
 
 
+def beside(old, new) -> int:
+    """How many messages the old consumer took between the new one's first and last."""
+    if not new.messages:
+        return 0
+    first, last = new.messages[0].wall_ms, new.messages[-1].wall_ms
+    return sum(1 for m in old.messages if first <= m.wall_ms <= last)
+
+
 def side_by_side(old, new) -> bool:
-    """Each took ``SIDE_BY_SIDE`` messages since the new one's first."""
-    if len(new.messages) < SIDE_BY_SIDE:
-        return False
-    since = new.messages[0].wall_ms
-    return sum(1 for m in old.messages if m.wall_ms >= since) >= SIDE_BY_SIDE
+    """Each took ``SIDE_BY_SIDE`` messages while the other consumed."""
+    return len(new.messages) >= SIDE_BY_SIDE and beside(old, new) >= SIDE_BY_SIDE
 
 
 def taken_back(old, left_ms: int) -> bool:
@@ -129,6 +134,7 @@ def check_mixed(s: Releases, old: dict, new: dict) -> None:
         assert double == [], f"{r}: partitions fetched by two members at once: {double[:5]}"
         parts = {m.partition for m in new[r].messages}
         assert 0 < len(parts) < PARTITIONS, f"{r}: the new member had partitions {parts}"
+        assert side_by_side(old[r], new[r]), f"{r}: {beside(old[r], new[r])} taken beside it"
         seen = {(m.partition, m.offset) for c in (old[r], new[r]) for m in c.messages}
         assert want <= seen, f"{r}: {len(want - seen)} never consumed"
         assert zk_offsets(s.zk, s.zk_group[r], s.topic) == ends, r
