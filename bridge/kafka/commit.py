@@ -30,6 +30,14 @@ log = logging.getLogger(__name__)
 
 Offsets = Mapping[TopicPartition, int]
 
+#: the producer's ``retry_backoff_ms``. kafka-python's sender, while a transactional request
+#: is in flight, waits a whole ``retry_backoff_ms`` before it sends the next one (the
+#: response does not cut the wait short): with its default, 100 ms, each group of a
+#: transaction (AddOffsetsToTxn, then TxnOffsetCommit) cost ~110 ms, measured, 8 ms with
+#: 10 ms. It is also the pause before a retry: at most one per 10 ms, within the
+#: transaction's bound (``transaction_s``)
+TXN_BACKOFF_MS = 10
+
 
 class OffsetCommitter:
     def __init__(
@@ -88,6 +96,7 @@ class OffsetCommitter:
             self._producer = KafkaProducer(
                 transactional_id=self.transactional_id,
                 max_block_ms=int(self.transaction_s * 1000),
+                retry_backoff_ms=TXN_BACKOFF_MS,
                 **self.client_options,
             )
             self._producer.init_transactions()
