@@ -12,8 +12,6 @@ every group and partition.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from kazoo.client import KazooClient
 
@@ -80,34 +78,25 @@ def test_zookeeper_mode_groups_commit_in_one_transaction(
         admin.delete_topics([topic])
 
 
-class TimedCommitter(OffsetCommitter):
-    """The real committer, timing its transactions (the wait for visibility left out)."""
-
-    took: list[float]
-
-    def _transact(self, per_group) -> None:
-        t0 = time.monotonic()
-        super()._transact(per_group)
-        self.took.append(time.monotonic() - t0)
-
-
-def test_a_transaction_of_many_groups_is_not_a_backoff_per_group(stack, admin, topic_name, chroot):
-    """kafka-python's sender waits up to a whole ``retry_backoff_ms`` between a
-    transaction's requests: with its default (100 ms) 40 groups took 3.3-4.2 s here at
-    load 15-25 (80-110 ms a group). With the committer's 10 ms, 0.8 s at load 15. The bound,
-    50 ms a group, fails the default and leaves the fix 2.5x at that load."""
+def test_a_transaction_of_many_groups_commits_every_group(stack, admin, topic_name, chroot):
+    """One transaction carries 40 groups' offsets, each read back from Kafka. How long it
+    takes (kafka-python's sender waits a whole ``retry_backoff_ms`` between a transaction's
+    requests, hence the committer's 10 ms) is measured by ``bench.fleet``'s old-consumer
+    phase, not bounded here: a timed assert would measure the machine's load."""
     topic = topic_name("t")
     create_topic(admin, topic, 1)
     n = 40
     per_group = {topic_name(f"g{i}"): {zkpaths.TopicPartition(topic, 0): 5 + i} for i in range(n)}
-    committer = TimedCommitter(
+    committer = OffsetCommitter(
         admin, {"bootstrap_servers": stack.bootstrap_servers}, f"test-zk-mode-many:{chroot}"
     )
-    committer.took = []
     try:
-        committer.commit_groups({topic_name("warm"): next(iter(per_group.values()))}, "test")
         assert committer.commit_groups(per_group, "test") == []
-        assert committer.took[-1] < n * 0.050, f"{committer.took[-1]:.2f} s for {n} groups"
+        for g, offsets in per_group.items():
+            got = admin.list_group_offsets({g: None})[g]
+            assert {tp.partition: om.offset for tp, om in got.items()} == {
+                tp.partition: o for tp, o in offsets.items()
+            }, g
     finally:
         committer.close()
         admin.delete_topics([topic])
