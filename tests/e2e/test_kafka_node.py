@@ -113,6 +113,11 @@ def _consumed(*consumers) -> dict[tuple[int, int], str]:
     return {(m.partition, m.offset): m.value for c in consumers for m in c.messages}
 
 
+def _not_msg(c) -> list[str]:
+    """A consumer's last protocol lines other than messages: its rebalances and errors."""
+    return [x for x in c.lines if not x.startswith("MSG ")][-8:]
+
+
 def _mode(stack, chroot: str, group: str) -> str:
     return next(r["mode"] for r in _cli(stack, chroot, "groups") if r["group"] == group)
 
@@ -171,7 +176,10 @@ def check_group_through_the_gateway(stack, zk, admin, bridge, chroot, topic, tmp
         a.kill()
         wait_for(lambda: len(b.owned) == PARTITIONS, 60, 0.2, "survivor owns every partition")
         more = _produce(stack, topic, 60, 30)
-        wait_for(lambda: set(_consumed(b)) >= set(more), 60, 0.2, "new messages after kill -9")
+        try:
+            wait_for(lambda: set(_consumed(b)) >= set(more), 60, 0.2, "new messages after kill -9")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the survivor's last lines: {_not_msg(b)}") from None
         after = {(m.partition, m.offset) for m in b.messages[seen:]}
         assert after == set(more), "after the rollback: every new message, no old one again"
         ends = {(topic, p): o for p, o in _ends({**sent, **more}).items()}
