@@ -1,4 +1,4 @@
-"""Pages of a paged reconcile (flows.kafka_groups._pages): about PAGE_OFFSETS offsets each."""
+"""Pages of a paged reconcile (flows.kafka_groups.pages): about PAGE_OFFSETS offsets each."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from bridge.flows import kafka_groups as flow
 @given(st.lists(st.integers(0, 5000), max_size=300))
 def test_pages_keep_order_and_bounds(sizes):
     names = [f"g{i:04d}" for i in range(len(sizes))]
-    pages = flow._pages(names, dict(zip(names, sizes, strict=True)))
+    pages = flow.pages(names, dict(zip(names, sizes, strict=True)))
     assert [g for p in pages for g in p] == names  # every group once, in order
     for page in pages:
         held = sum(max(1, sizes[int(g[1:])]) for g in page)
@@ -22,5 +22,5 @@ def test_pages_keep_order_and_bounds(sizes):
 
 def test_fleet_sized_groups_make_small_pages():
     names = [f"g{i}" for i in range(200)]
-    pages = flow._pages(names, dict.fromkeys(names, 50))
+    pages = flow.pages(names, dict.fromkeys(names, 50))
     assert [len(p) for p in pages] == [40] * 5  # 2,000 offsets a page, not 10,000
