@@ -86,6 +86,9 @@ def _move_coordinator(admin, group: str) -> None:
         new = next(b for b in brokers if b != old)
         order = [new]
     admin.alter_partition_reassignments({KTP(OFFSETS, partition): order})
-    time.sleep(1)
-    admin.elect_leaders(0, {OFFSETS: [partition]}, raise_errors=False)
-    wait_for(lambda: _leader(admin, OFFSETS, partition)[0] == new, 60, 0.2, f"leader {new}")
+
+    def elected() -> bool:  # the preferred leader is elected once the reassignment is in
+        admin.elect_leaders(0, {OFFSETS: [partition]}, raise_errors=False)
+        return _leader(admin, OFFSETS, partition)[0] == new
+
+    wait_for(elected, 60, 0.5, f"leader {new}")
