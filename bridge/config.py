@@ -7,7 +7,6 @@ is allowed, so an operator can fix the file without reading code. Secret values 
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -24,6 +23,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from bridge.config_errors import describe, field_of
 
 ENV_PREFIX = "ZK_BRIDGE__"
 
@@ -422,16 +423,8 @@ class Settings(_Section):
 Origins = dict[tuple[str, str], str]
 
 
-def _field(section: str, key: str) -> Any:
-    """The pydantic field ``section.key``, or None when there is no such field."""
-    model = Settings.model_fields.get(section)
-    if model is None or model.annotation is None:
-        return None
-    return model.annotation.model_fields.get(key)
-
-
 def _is_list(section: str, key: str) -> bool:
-    info = _field(section, key)
+    info = field_of(Settings, section, key)
     return info is not None and get_origin(info.annotation) is list
 
 
@@ -471,61 +464,6 @@ def _merge(base: dict[str, Any], extra: dict[str, Any], origins: Origins, origin
             origins.update({(section, key): origin for key in values})
 
 
-def _shown(key: str, value: Any) -> str:
-    """The bad value as the operator wrote it, with secrets masked."""
-    if "password" in key or isinstance(value, SecretStr):
-        return "**********"
-    if isinstance(value, dict):  # a whole section: its keys only, values may be secrets
-        return "{" + ", ".join(f"{k} = ..." for k in value) + "}"
-    return repr(value)
-
-
-def _bounds(section: str, field: str) -> str:
-    """``1 <= x <= 600`` from the field's constraints, or ''."""
-    info = _field(section, field)
-    if info is None:
-        return ""
-    low = high = ""
-    for c in info.metadata:
-        if getattr(c, "ge", None) is not None:
-            low = f"{c.ge} <= "
-        if getattr(c, "gt", None) is not None:
-            low = f"{c.gt} < "
-        if getattr(c, "le", None) is not None:
-            high = f" <= {c.le}"
-        if getattr(c, "lt", None) is not None:
-            high = f" < {c.lt}"
-    return f"{low}{field}{high}" if low or high else ""
-
-
-def _describe(err: ValidationError, source: str, origins: Origins) -> str:
-    lines = [f"invalid configuration ({source}):"]
-    for e in err.errors():
-        loc = [str(p) for p in e["loc"]]
-        if not loc:  # a rule across sections: its message names the keys
-            lines.append("  " + e["msg"].removeprefix("Value error, "))
-            continue
-        key = ".".join(loc)
-        where = next(
-            (o for (sec, k), o in origins.items() if [sec, k][: len(loc)] == loc[:2]), None
-        )
-        origin = f"; from {where}" if where else ""
-        if e["type"] == "extra_forbidden":
-            model = Settings.model_fields[loc[0]].annotation if len(loc) > 1 else Settings
-            allowed = list(model.model_fields) if model is not None else []
-            near = difflib.get_close_matches(loc[-1], allowed, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            what = "section" if len(loc) == 1 else "key"
-            lines.append(f"  {key}: unknown {what}{hint}{origin}; allowed: {', '.join(allowed)}")
-            continue
-        msg = e["msg"].removeprefix("Value error, ").replace(" or None", " or unset")
-        if e["type"] in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-            bounds = _bounds(loc[0], loc[1]) if len(loc) > 1 else ""
-            msg = f"out of range; allowed: {bounds}" if bounds else msg
-        lines.append(f"  {key}: {msg} (got {_shown(key, e.get('input'))}{origin})")
-    return "\n".join(lines)
-
-
 def load(
     path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
@@ -554,4 +492,4 @@ def load(
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, source, origins)) from None
+        raise ConfigError(describe(exc, source, origins, Settings)) from None
