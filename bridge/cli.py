@@ -17,6 +17,7 @@ from typing import Any
 from bridge import __version__, logs
 from bridge.commands import settings_from_args
 from bridge.commands.groups import register as register_groups
+from bridge.commands.migrate import register as register_migrate
 from bridge.commands.offsets import register as register_offsets
 from bridge.config import ConfigError, load
 from bridge.connect import Unreachable
@@ -339,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(sub)
     register_offsets(sub, _connection_options)
     register_groups(sub, _connection_options)
+    register_migrate(sub, _connection_options)
     return parser
 
 
