@@ -261,6 +261,10 @@ class GatewaySettings(_Section):
     max_connections: int = Field(1000, ge=1, le=1000000)
     #: a connection idle this long is closed (Kafka's connections.max.idle.ms, in seconds)
     idle_timeout_s: float = Field(600.0, gt=0, le=86400)
+    #: an old consumer's commit at generation -1 into a group where this bridge's proxies
+    #: are members is committed as the proxy of the partition's ZooKeeper owner (Kafka would
+    #: refuse it); false: passed through as sent (and refused)
+    rewrite_simple_commits: bool = True
 
     @field_validator("listen")
     @classmethod

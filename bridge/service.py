@@ -132,6 +132,7 @@ class Bridge:
                 max_request_bytes=g.max_request_bytes,
                 max_connections=g.max_connections,
                 idle_timeout_s=g.idle_timeout_s,
+                proxies=self._proxy_view if g.rewrite_simple_commits else None,
             )
         except ValueError as exc:  # a setting the gateway cannot serve (e.g. SASL upstream)
             raise GatewayError(f"the legacy gateway cannot start: {exc}") from None
@@ -148,6 +149,12 @@ class Bridge:
             "legacy gateway listening",
             extra={"address": f"{host}:{port}", "advertise": self.settings.registry.advertise},
         )
+
+    def _proxy_view(self, group: str) -> dict:
+        """The gateway's read-only view of this term's proxies in ``group`` (thread id ->
+        ``ProxyIdentity``); none while this bridge does not lead."""
+        coexistence = self._coexistence
+        return coexistence.proxy_view(group) if coexistence is not None else {}
 
     def _connect_legacy(self) -> KafkaAdminClient | None:
         """The PLAINTEXT connection whose broker endpoints the registry publishes, if set."""

@@ -30,6 +30,7 @@ from bridge.decide.handover import (
 )
 from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
 from bridge.decide.plan import Node
+from bridge.decide.simple_commits import ProxyIdentity
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
 from bridge.kafka.views import GroupView
@@ -114,6 +115,16 @@ class Coexistence:
             self.proxies[(group, thread)] = proxy
             log.info("proxy started", extra={"group": group, "thread_id": thread})
         METRICS.proxies.labels(group=group).set(len(threads))
+
+    def proxy_view(self, group: str) -> dict[str, ProxyIdentity]:
+        """Read-only: thread id -> its proxy's member id and generation, for the legacy
+        gateway's simple commits (called from the gateway's thread; a snapshot)."""
+        out = {}
+        for (g, thread), proxy in list(self.proxies.items()):
+            if g == group and not proxy.closed:
+                member_id, generation = proxy.identity()
+                out[thread] = ProxyIdentity(member_id, thread, generation)
+        return out
 
     def groups(self) -> set[str]:
         return {g for g, _ in self.proxies}

@@ -9,7 +9,9 @@ and the bridge's migration flow look for those offsets; storing them in Kafka in
 split one group's offsets between two places. A gateway without ZooKeeper refuses v0 per
 partition (UNKNOWN) and logs why. v1 is Kafka storage: sent to the group's coordinator as
 OffsetCommit v5 / OffsetFetch v1 (valid on 3.9 and 4.x); generation -1 and member ''
-(a simple commit) pass through as the client sent them. v1's per-partition commit
+(a simple commit) pass through as the client sent them, except into a group where this
+bridge's proxies are members, which Kafka would refuse: those are committed as the proxies
+of the partitions' ZooKeeper owners (``simple_commits``). v1's per-partition commit
 timestamp has no successor upstream; the broker's retention applies. OffsetFetch v2 (what
 0.10.2's Scala consumer sends with ``offsets.storage=kafka``) adds a top-level error code
 and "every partition of the group" (no topics); it goes upstream as v2, which 4.x keeps.
@@ -29,7 +31,7 @@ from kafka.protocol.consumer import (
 )
 from kazoo.exceptions import NoNodeError
 
-from bridge.gateway import errors
+from bridge.gateway import errors, simple_commits
 from bridge.gateway.upstream import UpstreamError
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ def _zk_path(group: str, topic: str, partition: int) -> str:
     return f"/consumers/{group}/offsets/{topic}/{partition}"
 
 
-async def _to_coordinator(core: Core, group: str, build):
+async def to_group_coordinator(core: Core, group: str, build):
     """``build()``'s request at ``group``'s coordinator, found again once if it moved."""
     for attempt in range(3):
         code, node = await core.cluster.coordinator(group, fresh=attempt > 0)
@@ -73,8 +75,10 @@ async def offset_commit(core: Core, request, version: int):
     cls = OffsetCommitResponse[version]
     if version == 0:
         codes = await _zk_commit(core, request)
+    elif (rewritten := await simple_commits.commit_as_proxies(core, request)) is not None:
+        codes = rewritten
     else:
-        code, response = await _to_coordinator(
+        code, response = await to_group_coordinator(
             core, request.group_id, lambda: _commit_upstream(request)
         )
         codes = (
@@ -203,7 +207,7 @@ async def _kafka_fetch(core: Core, request) -> tuple[int, dict]:
     upstream = OffsetFetchRequest[FETCH_ALL_VERSION if every else FETCH_VERSION](
         group_id=request.group_id, topics=request.topics
     )
-    code, response = await _to_coordinator(core, request.group_id, lambda: upstream)
+    code, response = await to_group_coordinator(core, request.group_id, lambda: upstream)
     found: dict = {None: (-1, "", code)}
     if response is not None:
         found.update(

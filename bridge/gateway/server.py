@@ -50,9 +50,15 @@ from bridge.gateway.cluster import Cluster
 from bridge.gateway.dispatch import HANDLERS, BadRequest, parse_request
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from kazoo.client import KazooClient
 
     from bridge.config import KafkaSettings
+    from bridge.decide.simple_commits import ProxyIdentity
+
+    #: group -> the bridge's proxies in it (thread id -> identity); see ``groups``
+    ProxyView = Callable[[str], Mapping[str, ProxyIdentity]]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +102,9 @@ class Core:
         self._gateway, self.cluster = gateway, cluster
         self.zookeeper = gateway.zookeeper
         self.tunables = gateway.tunables
+        #: group -> {thread id: ProxyIdentity} of the bridge's proxies, or None: simple
+        #: commits pass through (``gateway.rewrite_simple_commits``)
+        self.proxies = gateway.proxies
 
     def endpoint_for(self, broker_id: int) -> tuple[str, int]:
         """The broker id's own gateway port, or the shared one while it has none."""
@@ -122,6 +131,7 @@ class Gateway:
         advertised_host: str | None = None,
         broker_port_base: int | None = None,
         max_request_bytes: int = 100 * MiB,
+        proxies: ProxyView | None = None,
         **tunables,
     ) -> None:
         if kafka.security_protocol != "PLAINTEXT":
@@ -131,6 +141,7 @@ class Gateway:
             )
         self.listen_host, self.listen_port = split_hostport(listen, min_port=0)
         self.kafka, self.zookeeper = kafka, zookeeper
+        self.proxies = proxies
         self.advertised_host = advertised_host
         self.max_request_bytes = max_request_bytes
         self.tunables = Tunables(**tunables)

@@ -207,6 +207,14 @@ class ProxyMember(BaseCoordinator):
         )
         return self._process_sync_group_response(sync_response, sent)
 
+    def identity(self) -> tuple[str, int]:
+        """(member id, generation) of the last JoinGroup: what an offset commit made on
+        this member's behalf is checked against ("" and -1 while not joined). Read without
+        the coordinator's lock (the gateway's loop must not wait on the proxies' loop): the
+        generation is one immutable tuple, replaced whole."""
+        generation = self._generation
+        return generation.member_id or "", generation.generation_id
+
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         self._task = self.pool.spawn(self._run)

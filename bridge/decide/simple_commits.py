@@ -1,0 +1,73 @@
+"""Old consumers' "simple" offset commits in a group where the bridge's proxies are members.
+
+Pure. Old Scala consumers with ``offsets.storage=kafka`` (0.8.2-0.11) and pykafka commit
+with OffsetCommit v1/v2 at generation -1 without a member id. Kafka's coordinator stores
+such a commit only while the group has no member (``validateOffsetCommit``); coexistence
+joins a proxy per old thread, so every such commit would be refused (UNKNOWN_MEMBER_ID) and
+with ``dual.commit.enabled`` the consumer then writes ZooKeeper neither. The legacy gateway
+instead commits each partition *as the proxy of the old thread that owns it* in ZooKeeper
+(``/consumers/<g>/owners/<t>/<p>``): that is the member Kafka gave the partition to on the
+thread's behalf, so the commit is the one the thread would make if it spoke the group
+protocol itself. A partition no old thread with a joined proxy owns (a new member's
+mirrored id, a bridge fence, no owner node) is not committed: its committer does not own it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zkpaths import TopicPartition
+
+#: the generation and member id of a commit made outside any group generation
+SIMPLE_GENERATION = -1
+
+
+@dataclass(frozen=True)
+class ProxyIdentity:
+    """What the coordinator checks an offset commit against: the proxy's member id, its
+    static instance id (the old thread id) and the generation of its last JoinGroup."""
+
+    member_id: str
+    group_instance_id: str
+    generation_id: int
+
+    @property
+    def joined(self) -> bool:
+        return bool(self.member_id) and self.generation_id >= 0
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """Which partitions commit as which proxy (thread id -> partitions), which are refused
+    (partition -> why, for the one log line)."""
+
+    as_proxy: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
+    refused: dict[TopicPartition, str] = field(default_factory=dict)
+
+
+def is_simple_commit(generation_id: int, member_id: str) -> bool:
+    """A commit outside any generation: what old consumers and pykafka send."""
+    return generation_id < 0 and not member_id
+
+
+def plan_simple_commit(
+    partitions: Iterable[TopicPartition],
+    owners: Mapping[TopicPartition, str],
+    proxies: Mapping[str, ProxyIdentity],
+) -> CommitPlan:
+    """Each of ``partitions`` committed as the proxy of its ZooKeeper owner (``owners``:
+    partition -> thread id in its owner node), or refused with the reason."""
+    as_proxy: dict[str, list[TopicPartition]] = {}
+    refused: dict[TopicPartition, str] = {}
+    for tp in sorted(set(partitions)):
+        thread = owners.get(tp)
+        if thread is None:
+            refused[tp] = "no old thread owns it in ZooKeeper"
+        elif thread not in proxies:
+            refused[tp] = f"its owner {thread!r} is not an old thread with a proxy"
+        elif not proxies[thread].joined:
+            refused[tp] = f"the proxy of its owner {thread!r} has not joined the group yet"
+        else:
+            as_proxy.setdefault(thread, []).append(tp)
+    return CommitPlan({t: tuple(tps) for t, tps in as_proxy.items()}, refused)

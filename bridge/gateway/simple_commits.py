@@ -1,0 +1,164 @@
+"""Old consumers' generation -1 commits into a group where this bridge's proxies are members.
+
+Kafka refuses an OffsetCommit at generation -1 without a member id once the group has a
+member (the coordinator's ``validateOffsetCommit``: UNKNOWN_MEMBER_ID), and coexistence
+joins a proxy per old thread; an old Scala consumer with ``offsets.storage=kafka`` (and
+``dual.commit.enabled``, whose ZooKeeper write follows a Kafka success only) would then
+commit nothing anywhere. So the gateway commits each partition as the proxy of the old
+thread that owns it in ZooKeeper (``decide.simple_commits``), with that proxy's member id,
+instance id and generation. A partition it cannot commit so is answered
+REBALANCE_IN_PROGRESS (UNKNOWN for 0.8.2's v1): every old client counts that as "not
+committed, try again" (Scala 0.8.2-0.11 ``commitOffsets`` writes ZooKeeper only for the
+partitions that succeeded and retries the rest at the next commit; pykafka logs and
+continues), and nothing is stored that its committer does not own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from kafka.protocol.consumer import OffsetCommitRequest
+
+from bridge.decide.simple_commits import ProxyIdentity, is_simple_commit, plan_simple_commit
+from bridge.gateway import errors
+from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
+from zkpaths import TopicPartition
+
+if TYPE_CHECKING:
+    from bridge.gateway.server import Core
+
+log = logging.getLogger(__name__)
+
+#: OffsetCommit v7 carries the static member's instance id (3.9 and 4.x take it)
+COMMIT_AS_PROXY_VERSION = 7
+REBALANCE_IN_PROGRESS = 27
+#: the coordinator's answers to a commit whose member or generation just changed
+MOVED_ON = frozenset({22, 25, REBALANCE_IN_PROGRESS, 82})  # ILLEGAL_GENERATION, UNKNOWN_
+#: MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+#: how long a proxy mid-rebalance gets to finish its JoinGroup before the one retry
+RETRY_AFTER_S = 0.5
+
+Offsets = dict[TopicPartition, tuple[int, str]]
+Codes = dict[tuple[str, int], int]
+
+#: (group, partition) -> the reason last logged, so a refusal is logged once, not per commit
+_logged: dict[tuple[str, TopicPartition], str] = {}
+
+
+async def commit_as_proxies(core: Core, request) -> Codes | None:
+    """The per-partition codes of ``request`` committed as the owners' proxies, or None when
+    it is not a simple commit into a group with this bridge's proxies (pass it through)."""
+    group = request.group_id
+    if core.proxies is None or core.zookeeper is None:
+        return None
+    if not is_simple_commit(request.generation_id_or_member_epoch, request.member_id or ""):
+        return None
+    proxies = core.proxies(group)
+    if not proxies:
+        return None
+    offsets: Offsets = {
+        TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata or "")
+        for t in request.topics
+        for p in t.partitions
+    }
+    owners = await _owners(core, group, sorted({tp.topic for tp in offsets}))
+    plan = plan_simple_commit(offsets, owners, proxies)
+    codes: Codes = {}
+    for tp, why in plan.refused.items():
+        _log_refusal(group, tp, why)
+        codes[(tp.topic, tp.partition)] = REBALANCE_IN_PROGRESS
+    batches = [
+        _commit_as(core, group, thread, proxies[thread], {tp: offsets[tp] for tp in tps})
+        for thread, tps in plan.as_proxy.items()
+    ]
+    for result in await asyncio.gather(*batches):
+        codes.update(result)
+    return codes
+
+
+async def _owners(core: Core, group: str, topics: list[str]) -> dict[TopicPartition, str]:
+    """The thread id in each owner node of ``topics`` (bad nodes logged and left out)."""
+    zk = core.zookeeper
+
+    def report(problem: NodeProblem) -> None:
+        log_problem(problem, "gateway")
+
+    def read() -> dict[TopicPartition, str]:
+        return ConsumerTreeReader(zk, report=report).owners({group: topics})[group]
+
+    return await asyncio.get_running_loop().run_in_executor(None, read)
+
+
+async def _commit_as(
+    core: Core, group: str, thread: str, proxy: ProxyIdentity, offsets: Offsets
+) -> Codes:
+    """``offsets`` committed as ``proxy``; once more with its fresh generation if the
+    coordinator says it moved on (a rebalance), else REBALANCE_IN_PROGRESS (retriable)."""
+    codes = await _send(core, group, proxy, offsets)
+    moved = {k for k, c in codes.items() if c in MOVED_ON}
+    if moved:
+        await asyncio.sleep(RETRY_AFTER_S)
+        fresh = (core.proxies(group) if core.proxies else {}).get(thread)
+        retried: Codes = {}
+        if fresh is not None and fresh.joined:
+            again = {tp: o for tp, o in offsets.items() if (tp.topic, tp.partition) in moved}
+            retried = await _send(core, group, fresh, again)
+        for k in moved:
+            code = retried.get(k, REBALANCE_IN_PROGRESS)
+            codes[k] = REBALANCE_IN_PROGRESS if code in MOVED_ON else code
+    for (topic, partition), code in codes.items():
+        if code != errors.NONE:
+            _log_refusal(
+                group, TopicPartition(topic, partition), f"the proxy of {thread!r} got error {code}"
+            )
+        else:
+            _logged.pop((group, TopicPartition(topic, partition)), None)
+    return codes
+
+
+async def _send(core: Core, group: str, proxy: ProxyIdentity, offsets: Offsets) -> Codes:
+    from bridge.gateway.groups import to_group_coordinator  # groups imports this module
+
+    topics: dict[str, list] = {}
+    Topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    for tp, (offset, metadata) in sorted(offsets.items()):
+        topics.setdefault(tp.topic, []).append(
+            Topic.OffsetCommitRequestPartition(
+                partition_index=tp.partition, committed_offset=offset, committed_metadata=metadata
+            )
+        )
+
+    def build():
+        return OffsetCommitRequest[COMMIT_AS_PROXY_VERSION](
+            group_id=group,
+            generation_id_or_member_epoch=proxy.generation_id,
+            member_id=proxy.member_id,
+            group_instance_id=proxy.group_instance_id,
+            topics=[Topic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
+
+    code, response = await to_group_coordinator(core, group, build)
+    if response is None:
+        return {(tp.topic, tp.partition): code for tp in offsets}
+    return {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+
+
+def _log_refusal(group: str, tp: TopicPartition, why: str) -> None:
+    """One line per group partition and reason (not one per auto-commit)."""
+    if _logged.get((group, tp)) == why:
+        return
+    if len(_logged) > 100_000:  # bounded: a fleet's worth of refused partitions, then anew
+        _logged.clear()
+    _logged[(group, tp)] = why
+    log.warning(
+        "gateway: old consumer's commit of %r %s-%d not stored: %s; answered "
+        "REBALANCE_IN_PROGRESS, the consumer commits it again later",
+        group,
+        tp.topic,
+        tp.partition,
+        why,
+    )

@@ -1,0 +1,70 @@
+"""Old consumers' generation -1 commits in a group with the bridge's proxies: which
+partitions commit as which proxy (``decide.simple_commits``), against a reference that
+works the other way round (per proxy, the partitions its thread owns)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bridge.decide.simple_commits import (
+    CommitPlan,
+    ProxyIdentity,
+    is_simple_commit,
+    plan_simple_commit,
+)
+from zkpaths import TopicPartition
+
+T = [TopicPartition(t, p) for t in ("a", "b") for p in range(4)]
+THREADS = ["g_c1-0", "g_c1-1", "g_c2-0", "mirrored-new-0"]
+
+
+def joined(thread: str, generation: int = 3) -> ProxyIdentity:
+    return ProxyIdentity(f"{thread}-member", thread, generation)
+
+
+def test_each_partition_commits_as_its_owners_proxy_and_the_rest_is_refused():
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0", T[2]: "g_c1-1", T[3]: "mirrored-new-0"}
+    proxies = {"g_c1-0": joined("g_c1-0"), "g_c1-1": ProxyIdentity("", "g_c1-1", -1)}
+    plan = plan_simple_commit([T[0], T[1], T[2], T[3], T[4]], owners, proxies)
+    assert plan.as_proxy == {"g_c1-0": (T[0], T[1])}
+    assert set(plan.refused) == {T[2], T[3], T[4]}
+    assert "not joined" in plan.refused[T[2]]
+    assert "'mirrored-new-0' is not an old thread" in plan.refused[T[3]]
+    assert "no old thread owns it" in plan.refused[T[4]]
+
+
+def test_only_generation_minus_one_without_a_member_is_a_simple_commit():
+    assert is_simple_commit(-1, "")
+    assert not is_simple_commit(-1, "m")
+    assert not is_simple_commit(0, "")
+    assert not is_simple_commit(5, "member-1")
+
+
+def reference(partitions, owners, proxies) -> CommitPlan:
+    """Per proxy: the asked partitions whose owner node names its thread; refused: the rest."""
+    as_proxy = {}
+    for thread, proxy in proxies.items():
+        if proxy.member_id and proxy.generation_id >= 0:
+            mine = tuple(sorted(tp for tp in set(partitions) if owners.get(tp) == thread))
+            if mine:
+                as_proxy[thread] = mine
+    committed = {tp for tps in as_proxy.values() for tp in tps}
+    return CommitPlan(as_proxy, {tp: "" for tp in set(partitions) - committed})
+
+
+@given(
+    partitions=st.lists(st.sampled_from(T), max_size=10),
+    owners=st.dictionaries(st.sampled_from(T), st.sampled_from(THREADS)),
+    proxies=st.dictionaries(
+        st.sampled_from(THREADS[:3]),
+        st.tuples(st.sampled_from(["", "m"]), st.integers(-1, 5)),
+    ),
+)
+def test_plan_matches_the_reference(partitions, owners, proxies):
+    view = {t: ProxyIdentity(m and f"{t}-{m}", t, g) for t, (m, g) in proxies.items()}
+    plan = plan_simple_commit(partitions, owners, view)
+    want = reference(partitions, owners, view)
+    assert plan.as_proxy == want.as_proxy
+    assert set(plan.refused) == set(want.refused)
+    assert all(plan.refused.values())  # every refusal says why
