@@ -24,7 +24,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
 from bridge.cli import STOP_GRACE_S
-from bridge.devstack.legacy import SCALA_CONSUMERS, LegacyConsumerProcess
+from bridge.devstack.legacy import SCALA_CONSUMERS, LegacyConsumerProcess, NewConsumerProcess
 from bridge.devstack.legacy_producer import message, produce_legacy
 from tests.conftest import wait_for
 from tests.e2e.legacy_io import (
@@ -36,6 +36,7 @@ from tests.e2e.legacy_io import (
     produce_transactions,
     read_python,
 )
+from tests.e2e.test_coexistence import Producer, log_ends
 
 pytestmark = pytest.mark.e2e
 
@@ -283,6 +284,113 @@ def test_dual_commit_puts_the_old_consumers_offsets_in_kafka_too(
     ends = committed_ends(sent)
     assert zk_offsets(zk, group, names) == ends
     assert kafka_offsets(admin, group) == ends
+
+
+#: the old consumer's flags: Kafka storage, dual commit, committing every half second
+KAFKA_STORAGE = [
+    *("--offsets-storage", "kafka", "--dual-commit", "true", "--auto-commit-interval-ms", "500"),
+    *("--auto-offset-reset", "smallest"),
+]
+
+
+def consumed_to(consumer, ends: dict[int, int]) -> bool:
+    seen = {(m.partition, m.offset) for m in consumer.messages}
+    return all((p, end - 1) in seen for p, end in ends.items() if end)
+
+
+def proxy_joined(admin, group: str) -> bool:
+    """The bridge's proxy is a member of the Kafka group (4.x: an unknown group is an error)."""
+    try:
+        d = admin.describe_groups([group])[group]
+    except KafkaError:
+        return False
+    return any(m["client_id"] == "zk-bridge-proxy" for m in d["members"])
+
+
+def mixed_kafka_storage_group(stack, admin, chroot, topic, group, logs) -> tuple:
+    """A 0.10.2.2 consumer with ``KAFKA_STORAGE`` and, once its proxy is in the Kafka group,
+    a kafka-python consumer, a producer writing; the new one leaves, the old one takes every
+    partition to the log ends. Returns (old consumer still running, new one, log ends)."""
+    old = LegacyConsumerProcess(
+        stack.zk_connect + chroot, group, [topic], extra=KAFKA_STORAGE, log=logs / f"{group}.log"
+    )
+    producer = Producer(stack.bootstrap_servers, topic, PARTITIONS)
+    new = None
+    try:
+        old.wait_ready(90)
+        wait_for(lambda: old.messages and proxy_joined(admin, group), 60, what="proxy joined")
+        new = NewConsumerProcess(
+            stack.bootstrap_servers, group, [topic], client_id="mixed", log=logs / "new.log"
+        )
+        wait_for(lambda: len(new.messages) >= 5, 60, what="the new member consuming")
+        new.stop()
+        producer.stop()
+        ends = log_ends(admin, topic, PARTITIONS)
+        wait_for(lambda: consumed_to(old, ends), 60, what="the old consumer at the log ends")
+    except BaseException:
+        old.stop()
+        raise
+    finally:
+        producer.stop()
+        if new is not None:
+            new.stop()
+    return old, new, ends
+
+
+def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
+    stack, zk, admin, start_bridge, chroot, tmp_path
+):
+    """offsets.storage=kafka + dual.commit in a group where the bridge's proxy is a member:
+    Kafka refuses the consumer's generation -1 commits, so the gateway commits them as the
+    proxy of the old thread owning each partition; they land in Kafka and (dual commit) in
+    ZooKeeper, and a restarted consumer resumes there. Negative control first: with
+    ``gateway.rewrite_simple_commits = false`` nothing of the old consumer's is stored."""
+    topic = f"gw-mixed-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    off = {"ZK_BRIDGE__GATEWAY__REWRITE_SIMPLE_COMMITS": "false"}
+    bridge = start_bridge_for(start_bridge, zk, admin, off)
+    group = f"mixed-off-{uuid.uuid4().hex[:6]}"  # mirrored: not OLD_GROUPS_UNMIRRORED
+    old, new, ends = mixed_kafka_storage_group(stack, admin, chroot, topic, group, tmp_path)
+    time.sleep(3)  # six more commit intervals, then its shutdown commit
+    old.stop()
+    only_old = set(range(PARTITIONS)) - {m.partition for m in new.messages}
+    assert only_old and all(ends[p] for p in only_old)
+    stored = {**kafka_offsets(admin, group), **zk_offsets(zk, group, [topic])}
+    assert not {p for (_, p) in stored} & only_old, stored
+    bridge.stop()
+
+    bridge = start_bridge_for(start_bridge, zk, admin, {})
+    group = f"mixed-on-{uuid.uuid4().hex[:6]}"
+    old, new, ends = mixed_kafka_storage_group(stack, admin, chroot, topic, group, tmp_path)
+    want = {(topic, p): end for p, end in ends.items()}
+    try:
+        wait_for(lambda: kafka_offsets(admin, group) == want, 30, what="commits in Kafka")
+        wait_for(lambda: zk_offsets(zk, group, [topic]) == want, 30, what="dual commits")
+    finally:
+        old.stop()
+    # restarted, it resumes where it committed: only what was written since
+    again = LegacyConsumerProcess(
+        stack.zk_connect + chroot, group, [topic], extra=KAFKA_STORAGE, log=tmp_path / "again.log"
+    )
+    try:
+        again.wait_ready(90)
+        sent = produce_python(stack.bootstrap_servers, topic, PARTITIONS, 9, prefix="again")
+        again.wait_consumed(len(sent), timeout=60)
+        time.sleep(1)  # a re-read of older messages would show by now
+    finally:
+        again.stop()
+    assert sorted((m.partition, m.offset) for m in again.messages) == sorted(
+        (s.partition, s.offset) for s in sent
+    )
+    assert "Traceback" not in bridge.text()
+    admin.delete_topics([topic])
+
+
+def start_bridge_for(start_bridge, zk, admin, env: dict):
+    """A gateway bridge (``start_gateway_bridge``) with ``env``; returns its process."""
+    bridges: list = []
+    start_gateway_bridge(start_bridge, zk, admin, bridges, env)
+    return bridges[0]
 
 
 @pytest.mark.parametrize("compression", ["none", "gzip", "lz4"])
