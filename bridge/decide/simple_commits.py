@@ -8,8 +8,15 @@ with ``dual.commit.enabled`` the consumer then writes ZooKeeper neither. The leg
 instead commits each partition *as the proxy of the old thread that owns it* in ZooKeeper
 (``/consumers/<g>/owners/<t>/<p>``): that is the member Kafka gave the partition to on the
 thread's behalf, so the commit is the one the thread would make if it spoke the group
-protocol itself. A partition no old thread with a joined proxy owns (a new member's
-mirrored id, a bridge fence, no owner node) is not committed: its committer does not own it.
+protocol itself. A partition no old thread with a proxy owns (a new member's mirrored id,
+a bridge fence, no owner node) is not committed: its committer does not own it.
+
+While the owner's proxy is between generations (not joined yet, or the coordinator answers
+REBALANCE_IN_PROGRESS while the leader proxy holds SyncGroup), Kafka takes no commit from
+it; that is exactly when an old consumer makes its final commit before releasing a
+partition. Such a commit is kept in ZooKeeper (``/consumers/<g>/offsets``), where the
+hand-over gate reads the old owner's final offset and carries it into Kafka before the new
+owner is given the partition: nothing is re-processed across the hand-over.
 """
 
 from __future__ import annotations
@@ -40,10 +47,12 @@ class ProxyIdentity:
 @dataclass(frozen=True)
 class CommitPlan:
     """Which partitions commit as which proxy (thread id -> partitions), which are refused
-    (partition -> why, for the one log line)."""
+    (partition -> why, for the one log line); ``between``: refused partitions of old threads
+    whose proxy has not joined (kept in ZooKeeper for the hand-over gate)."""
 
     as_proxy: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
     refused: dict[TopicPartition, str] = field(default_factory=dict)
+    between: frozenset[TopicPartition] = frozenset()
 
 
 def is_simple_commit(generation_id: int, member_id: str) -> bool:
@@ -60,6 +69,7 @@ def plan_simple_commit(
     partition -> thread id in its owner node), or refused with the reason."""
     as_proxy: dict[str, list[TopicPartition]] = {}
     refused: dict[TopicPartition, str] = {}
+    between: set[TopicPartition] = set()
     for tp in sorted(set(partitions)):
         thread = owners.get(tp)
         if thread is None:
@@ -68,6 +78,13 @@ def plan_simple_commit(
             refused[tp] = f"its owner {thread!r} is not an old thread with a proxy"
         elif not proxies[thread].joined:
             refused[tp] = f"the proxy of its owner {thread!r} has not joined the group yet"
+            between.add(tp)
         else:
             as_proxy.setdefault(thread, []).append(tp)
-    return CommitPlan({t: tuple(tps) for t, tps in as_proxy.items()}, refused)
+    return CommitPlan({t: tuple(tps) for t, tps in as_proxy.items()}, refused, frozenset(between))
+
+
+def ahead(offsets: Mapping[TopicPartition, int], stored: Mapping[TopicPartition, int]) -> dict:
+    """The offsets to keep in ZooKeeper: those ahead of the node's (absent: -1). An old
+    consumer never moves backwards on its own, so an older commit arriving late is dropped."""
+    return {tp: o for tp, o in offsets.items() if o > stored.get(tp, -1)}

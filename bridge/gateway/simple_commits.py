@@ -10,7 +10,10 @@ instance id and generation. A partition it cannot commit so is answered
 REBALANCE_IN_PROGRESS (UNKNOWN for 0.8.2's v1): every old client counts that as "not
 committed, try again" (Scala 0.8.2-0.11 ``commitOffsets`` writes ZooKeeper only for the
 partitions that succeeded and retries the rest at the next commit; pykafka logs and
-continues), and nothing is stored that its committer does not own.
+continues), and nothing is stored in Kafka that its committer does not own. A partition of
+an old thread whose proxy is between generations is kept in ZooKeeper instead (see
+``decide.simple_commits``), as the gateway keeps v0 commits: written on the client's
+behalf, as its broker did, not by the bridge's fenced writer.
 """
 
 from __future__ import annotations
@@ -21,10 +24,16 @@ from typing import TYPE_CHECKING
 
 from kafka.protocol.consumer import OffsetCommitRequest
 
-from bridge.decide.simple_commits import ProxyIdentity, is_simple_commit, plan_simple_commit
+import zkpaths
+from bridge.decide.simple_commits import (
+    ProxyIdentity,
+    ahead,
+    is_simple_commit,
+    plan_simple_commit,
+)
 from bridge.gateway import errors
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
-from zkpaths import TopicPartition
+from zkpaths import GroupPartition, TopicPartition
 
 if TYPE_CHECKING:
     from bridge.gateway.server import Core
@@ -73,8 +82,12 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
         _commit_as(core, group, thread, proxies[thread], {tp: offsets[tp] for tp in tps})
         for thread, tps in plan.as_proxy.items()
     ]
+    between = set(plan.between)
     for result in await asyncio.gather(*batches):
         codes.update(result)
+        between |= {TopicPartition(*k) for k, c in result.items() if c == REBALANCE_IN_PROGRESS}
+    if between:
+        await _keep_in_zookeeper(core, group, {tp: offsets[tp][0] for tp in between})
     return codes
 
 
@@ -82,13 +95,37 @@ async def _owners(core: Core, group: str, topics: list[str]) -> dict[TopicPartit
     """The thread id in each owner node of ``topics`` (bad nodes logged and left out)."""
     zk = core.zookeeper
 
-    def report(problem: NodeProblem) -> None:
-        log_problem(problem, "gateway")
-
     def read() -> dict[TopicPartition, str]:
-        return ConsumerTreeReader(zk, report=report).owners({group: topics})[group]
+        return ConsumerTreeReader(zk, report=_report).owners({group: topics})[group]
 
     return await asyncio.get_running_loop().run_in_executor(None, read)
+
+
+def _report(problem: NodeProblem) -> None:
+    log_problem(problem, "gateway")
+
+
+async def _keep_in_zookeeper(core: Core, group: str, offsets: dict[TopicPartition, int]) -> None:
+    """A commit Kafka could not take mid-rebalance, into the offset nodes where it is ahead
+    (compare-and-set on the node's version; a lost race is the consumer's next commit's)."""
+    zk = core.zookeeper
+
+    def write() -> None:
+        wanted = [GroupPartition(group, tp.topic, tp.partition) for tp in offsets]
+        nodes = ConsumerTreeReader(zk, report=_report).offsets_at(wanted)
+        stored = {TopicPartition(k.topic, k.partition): n.offset for k, n in nodes.items()}
+        for tp, offset in sorted(ahead(offsets, stored).items()):
+            path = zkpaths.offset_path(group, tp.topic, tp.partition)
+            node = nodes.get(GroupPartition(group, tp.topic, tp.partition))
+            try:
+                if node is None:
+                    zk.create(path, str(offset).encode(), makepath=True)
+                else:
+                    zk.set(path, str(offset).encode(), version=node.version)
+            except Exception as exc:  # noqa: BLE001 - per partition; the next commit retries
+                log.warning("gateway: keeping %r's commit in %s failed: %r", group, path, exc)
+
+    await asyncio.get_running_loop().run_in_executor(None, write)
 
 
 async def _commit_as(
@@ -155,7 +192,7 @@ def _log_refusal(group: str, tp: TopicPartition, why: str) -> None:
         _logged.clear()
     _logged[(group, tp)] = why
     log.warning(
-        "gateway: old consumer's commit of %r %s-%d not stored: %s; answered "
+        "gateway: old consumer's commit of %r %s-%d not stored in Kafka: %s; answered "
         "REBALANCE_IN_PROGRESS, the consumer commits it again later",
         group,
         tp.topic,

@@ -298,6 +298,16 @@ def consumed_to(consumer, ends: dict[int, int]) -> bool:
     return all((p, end - 1) in seen for p, end in ends.items() if end)
 
 
+def repeated(*consumers) -> dict[int, list[int]]:
+    """Per partition, the offsets consumed more than once over ``consumers`` together (the
+    old consumer's final commit lost at a hand-over shows here as the new owner re-reading)."""
+    seen: dict[int, list[int]] = {}
+    for c in consumers:
+        for m in c.messages:
+            seen.setdefault(m.partition, []).append(m.offset)
+    return {p: sorted({o for o in offs if offs.count(o) > 1}) for p, offs in seen.items()}
+
+
 def proxy_joined(admin, group: str) -> bool:
     """The bridge's proxy is a member of the Kafka group (4.x: an unknown group is an error)."""
     try:
@@ -343,8 +353,11 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
     """offsets.storage=kafka + dual.commit in a group where the bridge's proxy is a member:
     Kafka refuses the consumer's generation -1 commits, so the gateway commits them as the
     proxy of the old thread owning each partition; they land in Kafka and (dual commit) in
-    ZooKeeper, and a restarted consumer resumes there. Negative control first: with
-    ``gateway.rewrite_simple_commits = false`` nothing of the old consumer's is stored."""
+    ZooKeeper, the partition handed to the new member and back is consumed once (the final
+    commit made mid-rebalance is kept in ZooKeeper, whence the hand-over gate carries it into
+    Kafka), and a restarted consumer resumes where it committed. Negative control first:
+    with ``gateway.rewrite_simple_commits = false`` nothing of the old consumer's is stored
+    and the new member re-reads the partition it was handed from the start."""
     topic = f"gw-mixed-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     off = {"ZK_BRIDGE__GATEWAY__REWRITE_SIMPLE_COMMITS": "false"}
@@ -357,6 +370,7 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
     assert only_old and all(ends[p] for p in only_old)
     stored = {**kafka_offsets(admin, group), **zk_offsets(zk, group, [topic])}
     assert not {p for (_, p) in stored} & only_old, stored
+    assert any(repeated(old, new).values())
     bridge.stop()
 
     bridge = start_bridge_for(start_bridge, zk, admin, {})
@@ -368,6 +382,7 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
         wait_for(lambda: zk_offsets(zk, group, [topic]) == want, 30, what="dual commits")
     finally:
         old.stop()
+    assert not any(repeated(old, new).values()), repeated(old, new)
     # restarted, it resumes where it committed: only what was written since
     again = LegacyConsumerProcess(
         stack.zk_connect + chroot, group, [topic], extra=KAFKA_STORAGE, log=tmp_path / "again.log"

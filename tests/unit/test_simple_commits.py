@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from bridge.decide.simple_commits import (
     CommitPlan,
     ProxyIdentity,
+    ahead,
     is_simple_commit,
     plan_simple_commit,
 )
@@ -67,4 +68,12 @@ def test_plan_matches_the_reference(partitions, owners, proxies):
     want = reference(partitions, owners, view)
     assert plan.as_proxy == want.as_proxy
     assert set(plan.refused) == set(want.refused)
+    assert plan.between == {tp for tp in want.refused if owners.get(tp) in view}
     assert all(plan.refused.values())  # every refusal says why
+
+
+def test_an_unjoined_owners_partitions_are_kept_for_zookeeper_and_only_when_ahead():
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0", T[2]: "mirrored-new-0"}
+    plan = plan_simple_commit(T[:3], owners, {"g_c1-0": ProxyIdentity("", "g_c1-0", -1)})
+    assert plan.between == {T[0], T[1]} and not plan.as_proxy
+    assert ahead({T[0]: 5, T[1]: 7, T[2]: 9}, {T[0]: 5, T[1]: 3}) == {T[1]: 7, T[2]: 9}
