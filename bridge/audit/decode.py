@@ -48,7 +48,8 @@ DECODED_SCHEMA = (
     "leader_epoch INT, expire_timestamp BIGINT, "
     "protocol_type STRING, protocol STRING, generation INT, members INT, "
     "member_topics ARRAY<STRING>, error STRING, "
-    # next-generation (consumer-type) groups' records: the member a record is about
+    # next-generation (consumer-type) groups' records: the member a record is about (for a
+    # regular-expression record, type 16, the pattern)
     "member_id STRING, "
     # set by the compaction (see compact_rows)
     "kept BOOLEAN, kafka_commits BIGINT, kafka_tombstones BIGINT, "

@@ -22,12 +22,13 @@ ConsumerGroupTargetAssignmentMetadata (6) g     assignment epoch, timestamp (tag
 ConsumerGroupTargetAssignmentMember (7)   g, m  target partitions per topic id
 ConsumerGroupCurrentMemberAssignment (8)  g, m  member and previous epoch, state, owned and
                                                 pending-revocation partitions per topic id
+ConsumerGroupRegularExpression (16, 4.0+) g, re  the topics pattern ``re`` resolved to, the
+                                                metadata version and time it was resolved
 ========================================  ====  ==========================================
 
-Kafka 4's ConsumerGroupRegularExpression records (type 16: the topics a subscription
-pattern resolved to) are not read: their value has a field named ``version``, which
-kafka-python's structs reserve; they stay unknown records, counted by the audit. Bytes that
-are not what they claim raise :class:`RecordError` and nothing else.
+A key's second part (``m`` or ``re``) is :attr:`ConsumerGroupKey.member_id`: what the record
+is about within its group, which is what the coordinator compacts it under. Bytes that are
+not what they claim raise :class:`RecordError` and nothing else.
 """
 
 from __future__ import annotations
@@ -50,9 +51,13 @@ RECORD_TYPES = {
     6: "ConsumerGroupTargetAssignmentMetadata",
     7: "ConsumerGroupTargetAssignmentMember",
     8: "ConsumerGroupCurrentMemberAssignment",
+    16: "ConsumerGroupRegularExpression",
 }
 METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
+REGULAR_EXPRESSION = 16
+#: the record types whose key names a member (or, for 16, a pattern) after the group
+PER_MEMBER = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
 #: the value versions Kafka defines for every one of them
 VALUE_VERSIONS = (0,)
 #: the kind of their keys and values in the audit's tables
@@ -72,7 +77,7 @@ VALUES: dict[int, type[ApiData]] = {t: _message(f"{n}Value") for t, n in RECORD_
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupKey:
     """The key of a next-generation group record: its type, group and, for a member's
-    records, the member it is about."""
+    records, the member it is about (for a regular-expression record: the pattern)."""
 
     record_type: int
     group: str
@@ -112,7 +117,11 @@ def decode_key(data: bytes) -> ConsumerGroupKey | None:
         return None
     what = f"{RECORD_TYPES[record_type]}Key (key v{record_type})"
     msg = _decode(KEYS[record_type], data[2:], what)
-    return ConsumerGroupKey(record_type, msg.group_id, getattr(msg, "member_id", None))
+    if record_type == REGULAR_EXPRESSION:
+        about = msg.regular_expression
+    else:
+        about = getattr(msg, "member_id", None)
+    return ConsumerGroupKey(record_type, msg.group_id, about)
 
 
 def encode_key(key: ConsumerGroupKey) -> bytes:
@@ -121,7 +130,9 @@ def encode_key(key: ConsumerGroupKey) -> bytes:
     if cls is None:
         raise ValueError(f"record type {key.record_type} is not a consumer group record")
     fields: dict[str, Any] = {"group_id": key.group}
-    if key.record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+    if key.record_type == REGULAR_EXPRESSION:
+        fields["regular_expression"] = key.member_id
+    elif key.record_type in PER_MEMBER:
         fields["member_id"] = key.member_id
     try:
         body = cls(version=0, **fields).encode(header=False)
@@ -217,6 +228,12 @@ def examples(group: str = "group-1") -> list[tuple[ConsumerGroupKey, Any]]:
                 state=0,
                 assigned_partitions=parts(current, [0], assignment_epochs=[7]),
                 partitions_pending_revocation=parts(current, [1], assignment_epochs=None),
+            ),
+        ),
+        (
+            ConsumerGroupKey(REGULAR_EXPRESSION, group, "orders-.*"),
+            v[REGULAR_EXPRESSION](
+                topics=["orders-eu", "orders-us"], resolved_version=42, timestamp=1_700_000_000_000
             ),
         ),
     ]

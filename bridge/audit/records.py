@@ -23,7 +23,7 @@ group metadata value      0-4     protocol_type, generation i32, protocol?, lead
 ========================  ======  =============================================================
 
 (``?`` = nullable.) A key whose value is null is a tombstone: offsets expired or deleted, or
-the group removed. Keys 3-8 are a next-generation consumer group's records (KIP-848),
+the group removed. Keys 3-8 and 16 are a next-generation consumer group's records (KIP-848),
 decoded by :mod:`bridge.audit.next_gen` (kind ``consumer_group``). Other key versions (share
 and streams groups) and value versions past the table are newer than this code: they
 decode to :class:`UnknownKey` / :class:`UnknownValue`, which callers count by version, so a
@@ -63,6 +63,7 @@ NEWER_KEY_NAMES = {
     9: "ShareGroupPartitionMetadataKey",
     10: "ShareGroupMemberMetadataKey",
     11: "ShareGroupMetadataKey",
+    16: "ConsumerGroupRegularExpressionKey",
 }
 
 Kind = Literal["offset_commit", "group_metadata", "consumer_group", "unknown"]

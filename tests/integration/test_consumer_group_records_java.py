@@ -76,6 +76,9 @@ VALUES = {
         assigned_partitions=_partitions(epochs=True),
         partitions_pending_revocation=_partitions(epochs=True),
     ),
+    next_gen.REGULAR_EXPRESSION: _dicts(
+        topics=st.lists(text, max_size=3), resolved_version=int64, timestamp=int64
+    ),
 }
 
 
@@ -86,7 +89,13 @@ def kafka():
     ref.close()
 
 
+#: the bridge's names for fields Kafka names otherwise (kafka-python reserves ``version``)
+KAFKA_NAMES = {"resolved_version": "version"}
+
+
 def _camel(name: str) -> str:
+    if name in KAFKA_NAMES:
+        return KAFKA_NAMES[name]
     head, *rest = name.split("_")
     return head + "".join(w.capitalize() for w in rest)
 
@@ -185,7 +194,7 @@ def test_values_agree_with_kafka(kafka, record, classic):
         extra = {"classicMemberMetadata": kafka_json(classic)}  # skipped by the audit
     theirs = kafka.write(name, 0, kafka_json(fields) | extra)
     # Kafka's bytes (after the version Kafka's serde writes before them), read by the audit
-    key = ConsumerGroupKey(record_type, "g", "m" if record_type in (5, 7, 8) else None)
+    key = ConsumerGroupKey(record_type, "g", "m" if record_type in next_gen.PER_MEMBER else None)
     decoded = decode_value(key, b"\x00\x00" + theirs)
     assert plain(decoded) == absent_as_read(fields)
     # the audit's bytes: read whole by Kafka, to the same fields as its own
@@ -218,9 +227,10 @@ def test_a_member_record_of_a_real_4_4_broker_decodes():
 
 @given(record_type=st.sampled_from(sorted(next_gen.RECORD_TYPES)), group=text, member=text)
 def test_keys_agree_with_kafka(kafka, record_type, group, member):
-    with_member = record_type in (next_gen.MEMBER_METADATA, next_gen.TARGET_MEMBER, 8)
+    with_member = record_type in next_gen.PER_MEMBER
     key = ConsumerGroupKey(record_type, group, member if with_member else None)
-    fields = {"groupId": group} | ({"memberId": member} if with_member else {})
+    second = "regularExpression" if record_type == next_gen.REGULAR_EXPRESSION else "memberId"
+    fields = {"groupId": group} | ({second: member} if with_member else {})
     name = GENERATED + next_gen.RECORD_TYPES[record_type] + "Key"
     theirs = kafka.write(name, 0, fields)
     ours = next_gen.encode_key(key)

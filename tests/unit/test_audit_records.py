@@ -145,10 +145,10 @@ def test_golden_keys(name: str) -> None:
     assert encode_key(key) == data
 
 
-@pytest.mark.parametrize("version", [9, 10, 11, 12, 16, 100, -1, -32768])
+@pytest.mark.parametrize("version", [9, 10, 11, 12, 17, 100, -1, -32768])
 def test_newer_and_unknown_key_versions_are_recognised_not_parsed(version: int) -> None:
     # share and streams groups' keys are "version, group id, ...": only the version is read
-    # (KIP-848's 3-8 are read whole: test_audit_next_gen)
+    # (KIP-848's 3-8 and 16 are read whole: test_audit_next_gen)
     data = version.to_bytes(2, "big", signed=True) + h(GROUP)
     key = decode_key(data)
     assert key == UnknownKey(version)
