@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -51,6 +52,8 @@ class Bridge:
         self.identity = settings.bridge.id or bridge_identity()
         self.stop_event = threading.Event()
         self._session_lost = threading.Event()
+        #: set by a flow's watch (run it now), by stop() and a lost session
+        self._wake = threading.Event()
         self.zk: KazooClient | None = None
         self.admin: KafkaAdminClient | None = None
         #: on registry.legacy_bootstrap_servers, read for the endpoints /brokers/ids publishes
@@ -72,6 +75,7 @@ class Bridge:
         if state == KazooState.LOST and not self.stop_event.is_set():
             log.warning("ZooKeeper session lost; stepping down until re-elected")
             self._session_lost.set()
+            self._wake.set()
         elif state == KazooState.SUSPENDED:
             log.warning("ZooKeeper connection suspended")
 
@@ -112,6 +116,7 @@ class Bridge:
     def stop(self) -> None:
         self.state = "stopping"
         self.stop_event.set()
+        self._wake.set()
 
     def _start_gateway(self) -> None:
         """Start the legacy gateway (flow F6) when ``[gateway]`` turns it on: before the
@@ -330,6 +335,21 @@ class Bridge:
         due = {flow.name: 0.0 for flow, _ in flows}
         self.flow_intervals = {flow.name: interval for flow, interval in flows}
         streaks = {flow.name: FailureStreak() for flow, _ in flows}
+        for flow, _ in flows:
+            if hasattr(flow, "wake"):  # a watch fired: the flow runs now, not at its poll
+                flow.wake = partial(self._woken, due, flow.name)
+        try:
+            self._loop(flows, due, streaks, resync_every, last_resync)
+        finally:
+            for flow, _ in flows:
+                if hasattr(flow, "close"):
+                    flow.close()
+
+    def _woken(self, due: dict[str, float], name: str) -> None:
+        due[name] = 0.0
+        self._wake.set()
+
+    def _loop(self, flows, due, streaks, resync_every: float, last_resync: float) -> None:
         while not self.stop_event.is_set() and not self._session_lost.is_set():
             now = time.monotonic()
             if now - last_resync > resync_every:
@@ -360,4 +380,5 @@ class Bridge:
                         note = streaks[flow.name].failure(kind, time.monotonic())
                         if note is not None:
                             log.warning("%s flow tick failed: %s: %s%s", flow.name, kind, exc, note)
-            self.stop_event.wait(max(0.0, min(due.values()) - time.monotonic()))
+            self._wake.wait(max(0.0, min(due.values()) - time.monotonic()))
+            self._wake.clear()

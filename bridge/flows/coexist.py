@@ -69,6 +69,8 @@ class Coexistence:
         self.members: dict[str, dict[str, Member]] = {}
         self.refused: dict[str, str] = {}
         self._lock = threading.Lock()
+        #: the groups flow's reader (its watches: only changed nodes are read again)
+        self.reader: ConsumerTreeReader | None = None
         self.committer = OffsetCommitter(admin, client_options, transactional_id)
 
     # ---- the leader gate, on the proxies' IO loop -------------------------------------------
@@ -143,7 +145,7 @@ class Coexistence:
     ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
         """Old threads (thread -> topics), owners and offsets of ``group``; remembers its
         members' dialects (``self.members``) for :meth:`refusal`."""
-        reader = ConsumerTreeReader(self.zk, report=self._bad_node)
+        reader = self.reader or ConsumerTreeReader(self.zk, report=self._bad_node)
         threads: dict[str, set[str]] = {}
         members = reader.members(group, legacy_ids)
         self.members[group] = members

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
-from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 import zkpaths
@@ -45,9 +44,9 @@ from bridge.decide.plan import Desired, Node
 from bridge.flows.coexist import Coexistence
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
 from bridge.flows.storm import StormSpouts
-from bridge.kafka.calls import KafkaCallTimeout
+from bridge.flows.to_kafka import CopiesToKafka
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import GroupFilter, read_groups, read_offsets
+from bridge.kafka.groups import GroupFilter, read_groups
 from bridge.kafka.offsets_log import OffsetsLogFollower
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -56,7 +55,7 @@ from bridge.zookeeper import sync
 from bridge.zookeeper.owned import OwnedTree, group_of
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import create_records, read_records
-from bridge.zookeeper.watched import WatchedChildren
+from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
 
@@ -131,9 +130,18 @@ class GroupMirrorFlow:
         self.skipped: dict[str, str] = {}
         #: groups whose ZooKeeper consumers' dialects cannot share them (decide.dialects)
         self.refused: dict[str, str] = {}
-        #: /consumers and each group's /ids, listed again only when a child watch fired
-        self.watched = WatchedChildren(zk)
-        self.reader = ConsumerTreeReader(zk, report=self._bad_node, watched=self.watched)
+        #: called when a watch says someone else changed the tree: the service runs the
+        #: tick at once instead of at the next poll (an old consumer's commit, a join)
+        self.wake: Callable[[], None] | None = None
+        #: every list and node the flow reads, read again only when its watch fired: a
+        #: tick reads the offset nodes committed since the last one, not every node
+        self.watched = WatchedChildren(zk, on_change=self._changed)
+        self.watched_data = WatchedData(zk, on_change=self._changed)
+        self.reader = ConsumerTreeReader(
+            zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data
+        )
+        if coexistence is not None:
+            coexistence.reader = self.reader  # mixed groups read through the same watches
         self.storm = StormSpouts(
             storm_spouts,
             self.reader,
@@ -145,6 +153,11 @@ class GroupMirrorFlow:
             interval_s=full_interval_s,
         )
         self.follower = follower
+        self.copies = (
+            CopiesToKafka(admin, committer, self._report_once, check_ahead=follower is not None)
+            if committer is not None
+            else None
+        )
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
@@ -161,6 +174,7 @@ class GroupMirrorFlow:
         """The safety net: Kafka's side in full (with a follower), ZooKeeper's owned tree
         in full once per term and then verified a page per tick (:class:`OwnedTree`)."""
         self.watched.clear()  # the safety net for a watch lost any other way
+        self.watched_data.clear()
         if self.follower is not None:
             self.kafka.picture = None  # the full reconcile: every group asked again
         self.tree.resync(pages)
@@ -185,7 +199,10 @@ class GroupMirrorFlow:
         to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped)
         written = self._write(decided, tree)
         METRICS.writes.labels(flow=self.name).inc(written)
-        self._commit_to_kafka(to_kafka)
+        if self.copies is not None:
+            self.copies.submit(to_kafka)  # committed off this thread (flows.to_kafka)
+            if requests:  # a forced sync's answer says what Kafka has: the copies first
+                self.copies.wait_idle(self.copies.committer.visible_within_s * 2)
         for g, after in self.storm.tick(self.records, set(requests)).items():
             if after is None:
                 self._after.pop(g, None)  # not answered from this tick
@@ -351,41 +368,16 @@ class GroupMirrorFlow:
             if g in self._after:
                 sync.answer(self.writer, self.root, g, request, self._after[g])
 
-    def _commit_to_kafka(self, to_kafka: dict[str, dict[TopicPartition, int]]) -> None:
-        if self.follower is not None and to_kafka:
-            to_kafka = self._still_ahead(to_kafka)
-        if self.committer is None or not to_kafka:
-            return
-        try:  # one transaction for the tick: one per group made a tick seconds long
-            self.committer.commit_groups(to_kafka, "by_mode")
-            return
-        except KafkaError as exc:
-            if isinstance(exc, KafkaCallTimeout) or len(to_kafka) == 1:
-                for group in to_kafka:
-                    self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
-                return
-        for group, offsets in to_kafka.items():  # one group refused: the others go on alone
-            try:
-                self.committer.commit(group, offsets, "by_mode")
-            except KafkaError as exc:
-                self._report_once(group, f"offset commit into Kafka failed: {exc}", "kafka")
+    def close(self) -> None:
+        """The term ended: no copy into Kafka is sent after this."""
+        if self.copies is not None:
+            self.copies.close()
 
-    def _still_ahead(
-        self, to_kafka: dict[str, dict[TopicPartition, int]]
-    ) -> dict[str, dict[TopicPartition, int]]:
-        """The commits that are still ahead of Kafka, asked now: with a follower a group's
-        offsets in the picture may be a moment old, and a commit decided from them must not
-        move back an offset a member committed since (I2)."""
-        fresh = read_offsets(self.admin, sorted(to_kafka))
-        out: dict[str, dict[TopicPartition, int]] = {}
-        for group, offsets in to_kafka.items():
-            now = fresh.get(group)
-            if not isinstance(now, dict):
-                continue  # not readable now: decided again next tick
-            ahead = {tp: o for tp, o in offsets.items() if now.get(tp, -1) < o}
-            if ahead:
-                out[group] = ahead
-        return out
+    def _changed(self, path: str) -> None:
+        """A watch fired: wake the tick unless the node is the bridge's own (its own write;
+        "" is a lost connection, after which everything is read again)."""
+        if self.wake is not None and path not in self.writer.ledger.owned:
+            self.wake()
 
     def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
         """Groups that exist only in ZooKeeper, with offsets old consumers committed and no

@@ -13,6 +13,7 @@ The flows and ``zk-bridge offsets import/reset`` commit through this one class.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -58,6 +59,9 @@ class OffsetCommitter:
         self._producer: KafkaProducer | None = None
         #: a transaction that outlived its bound; no other starts until it ended
         self._unfinished: Future | None = None
+        #: one transaction at a time: the groups flow commits on its own thread, a
+        #: hand-over on the tick's
+        self._lock = threading.Lock()
 
     def commit(self, group: str, offsets: Offsets, direction: str) -> None:
         """Commit ``offsets`` of one group and wait until Kafka shows them (at least them:
@@ -74,6 +78,12 @@ class OffsetCommitter:
         per_group = {g: dict(o) for g, o in per_group.items() if o}
         if not per_group:
             return []
+        with self._lock:
+            return self._commit_locked(per_group, direction, exact)
+
+    def _commit_locked(
+        self, per_group: dict[str, dict[TopicPartition, int]], direction: str, exact: bool
+    ) -> list[str]:
         if self._unfinished is not None and not self._unfinished.done():
             raise KafkaCallTimeout("the previous offset transaction has not finished yet")
         self._unfinished = None

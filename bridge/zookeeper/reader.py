@@ -24,7 +24,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 import zkpaths
-from bridge.zookeeper.watched import WatchedChildren
+from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 from zkpaths.dialects import Member, decode_member, pykafka, storm
 from zkpaths.dialects.kafka_node import owner_problem
@@ -110,18 +110,28 @@ class ConsumerTreeReader:
         report: Report = log_problem,
         window: int = WINDOW,
         watched: WatchedChildren | None = None,
+        watched_data: WatchedData | None = None,
     ) -> None:
         """``watched``: lists of ``/consumers`` and of each group's ``/ids`` kept by child
-        watches (a long-lived flow's reader); without it every read lists them again."""
+        watches (a long-lived flow's reader); without it every read lists them again.
+        ``watched_data``: every node's data kept by data watches, and then every list too
+        (the flow's reader: a tick reads only what changed since it last read it)."""
         self.zk = zk
         self.report = report
         self.window = window
         self.watched = watched
+        self.watched_data = watched_data
 
     # -- pipelined primitives ---------------------------------------------------------------
     def pipelined(self, method: str, paths: Sequence[str]) -> dict[str, Any]:
         """``method`` (get, get_children, get_acls) of every path, ``window`` requests in
         flight; absent nodes are left out, nodes this identity may not read are reported."""
+        verb = "list" if method == "get_children" else "read"
+        if self.watched_data is not None and self.watched is not None and method != "get_acls":
+            denied = self._denied(verb)
+            if method == "get":
+                return self.watched_data.get(paths, denied)
+            return self.watched.children(paths, denied)
         call = getattr(self.zk, f"{method}_async")
         out: dict[str, Any] = {}
         for start in range(0, len(paths), self.window):
@@ -132,7 +142,6 @@ class ConsumerTreeReader:
                 except NoNodeError:
                     continue  # deleted while we read: as if never there
                 except NoAuthError:
-                    verb = "list" if method == "get_children" else "read"
                     self.report(
                         NodeProblem(path, f"this identity may not {verb} it (ZooKeeper ACL)")
                     )
@@ -158,10 +167,13 @@ class ConsumerTreeReader:
         """The lists that say who is there: through the watched cache when there is one."""
         if self.watched is None:
             return self.children(paths)
-        return self.watched.children(paths, denied=self._denied_listing)
+        return self.watched.children(paths, denied=self._denied("list"))
 
-    def _denied_listing(self, path: str) -> None:
-        self.report(NodeProblem(path, "this identity may not list it (ZooKeeper ACL)"))
+    def _denied(self, verb: str) -> Callable[[str], None]:
+        def report(path: str) -> None:
+            self.report(NodeProblem(path, f"this identity may not {verb} it (ZooKeeper ACL)"))
+
+        return report
 
     def members(self, group: str, ids: Iterable[str]) -> dict[str, Member]:
         """Each of ``ids`` decoded in its dialect (consumer id -> member, see zkpaths.dialects)."""

@@ -8,9 +8,15 @@ one transaction a tick (docs/benchmarks.md). Here, one flow driven by hand: seve
 stopped groups (offsets only in ZooKeeper, as old consumers leave them) are all in Kafka
 after one tick, from one transaction; the control is the same tick's offsets read back,
 every group and partition.
+
+An old consumer's commit wakes the flow through a data watch on its offset node (a tick
+reads only the nodes whose watch fired): with a 30 s poll interval a commit is in Kafka
+within seconds; and a watch whose event never arrives is caught by the full reconcile.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from kazoo.client import KazooClient
@@ -98,5 +104,76 @@ def test_a_transaction_of_many_groups_commits_every_group(stack, admin, topic_na
                 tp.partition: o for tp, o in offsets.items()
             }, g
     finally:
+        committer.close()
+        admin.delete_topics([topic])
+
+
+def _kafka_offsets(admin, group: str) -> dict[int, int]:
+    got = admin.list_group_offsets({group: None}).get(group, {})
+    return {tp.partition: om.offset for tp, om in got.items() if om.offset >= 0}
+
+
+def test_an_old_consumers_commit_wakes_the_bridge(stack, zk, admin, topic_name, start_bridge):
+    """Poll interval 30 s, reconcile every 60 s: the commit is in Kafka within 10 s only
+    because the data watch on its offset node woke the flow (without it: ~30 s)."""
+    topic, group = topic_name("t"), topic_name("g")
+    create_topic(admin, topic, 1)
+    node = zkpaths.offset_path(group, topic, 0)
+    zk.create(node, b"7", makepath=True)  # a stopped old consumer's offset: mode zookeeper
+    bridge = start_bridge(
+        env={
+            "ZK_BRIDGE__GROUPS__INCLUDE": f'["{group}"]',
+            "ZK_BRIDGE__GROUPS__POLL_INTERVAL_S": "30",
+            "ZK_BRIDGE__BRIDGE__RESYNC_INTERVAL_S": "600",
+        },
+    )
+    try:
+        wait_for(lambda: _kafka_offsets(admin, group) == {0: 7}, 90, what="the first copy")
+        committed = time.monotonic()
+        zk.set(node, b"8")
+        wait_for(lambda: _kafka_offsets(admin, group) == {0: 8}, 60, what="the commit's copy")
+        took = time.monotonic() - committed
+        assert took < 10, f"the commit took {took:.1f}s: the flow waited for its poll"
+    finally:
+        bridge.stop()
+        admin.delete_topics([topic])
+
+
+def test_a_missed_watch_is_caught_by_the_reconcile(
+    stack, zk: KazooClient, admin, topic_name, chroot
+):
+    """A data watch ZooKeeper never fires (e.g. lost in a session move while kazoo still
+    holds it) leaves the node's cached offset stale until the full reconcile reads again."""
+    topic, group = topic_name("t"), topic_name("g")
+    create_topic(admin, topic, 1)
+    node = zkpaths.offset_path(group, topic, 0)
+    zk.create(node, b"3", makepath=True)
+    committer = OffsetCommitter(
+        admin, {"bootstrap_servers": stack.bootstrap_servers}, f"test-zk-missed:{chroot}"
+    )
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(zk, admin, writer, GroupFilter([group]), root=ROOT, committer=committer)
+    assert flow.copies is not None
+    flow.resync()
+
+    def ticked() -> dict[int, int]:
+        flow.tick()
+        flow.copies.wait_idle(30)
+        return _kafka_offsets(admin, group)
+
+    try:
+        wait_for(lambda: ticked() == {0: 3}, 60, what="the first copy")
+        # the watch's event is lost: kazoo forgets the watch, the cache believes it is set
+        full = (zk.chroot or "") + node
+        assert flow.watched_data._fired in zk._data_watchers[full]
+        zk._data_watchers[full].clear()
+        flow.watched_data._armed = lambda path: True  # type: ignore[method-assign]
+        zk.set(node, b"4")
+        for _ in range(3):  # the negative control: the stale cache is what ticks read
+            assert ticked() == {0: 3}
+        flow.resync()  # the full reconcile reads every node again
+        wait_for(lambda: ticked() == {0: 4}, 60, what="the copy after the reconcile")
+    finally:
+        flow.close()
         committer.close()
         admin.delete_topics([topic])
