@@ -16,7 +16,8 @@ every release's group side by side in one bridge (gateway advertised, broker JSO
    new one stopped; every message once per group over those runs.
 
 ``offsets.storage=kafka`` is left out here (the 3.9 test has it for every release; through
-the gateway, ``test_gateway.py``'s dual-commit test has it for 0.10.2.2). Set
+the gateway, ``test_gateway.py`` has it for 0.10.2.2 with dual commit, alone and in a mixed
+group where the gateway commits as the old thread's proxy). Set
 ``KZB_STACK4_DIR`` to reuse a 4.x stack that is already up.
 """
 

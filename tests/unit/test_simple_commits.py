@@ -77,3 +77,114 @@ def test_an_unjoined_owners_partitions_are_kept_for_zookeeper_and_only_when_ahea
     plan = plan_simple_commit(T[:3], owners, {"g_c1-0": ProxyIdentity("", "g_c1-0", -1)})
     assert plan.between == {T[0], T[1]} and not plan.as_proxy
     assert ahead({T[0]: 5, T[1]: 7, T[2]: 9}, {T[0]: 5, T[1]: 3}) == {T[1]: 7, T[2]: 9}
+
+
+# ---- the gateway's side: one retry with the proxy's fresh generation ---------------------
+
+
+class FakeCore:
+    """What ``gateway.simple_commits`` reads of the gateway: the proxies' view (changing
+    between calls, as a proxy rejoins) and a ZooKeeper (only passed on here)."""
+
+    def __init__(self, views: list[dict]) -> None:
+        self.views = views
+        self.zookeeper = object()
+
+    def proxies(self, group: str) -> dict:
+        return self.views.pop(0) if len(self.views) > 1 else self.views[0]
+
+
+class Answers:
+    """The coordinator: per OffsetCommit, the generation asked and the error codes given."""
+
+    def __init__(self, codes_by_generation: dict[int, int]) -> None:
+        self.codes = codes_by_generation
+        self.asked: list[tuple[str, int, str]] = []
+
+    async def __call__(self, core, group, build):
+        from kafka.protocol.consumer import OffsetCommitResponse
+
+        request = build()
+        self.asked.append(
+            (request.member_id, request.generation_id_or_member_epoch, request.group_instance_id)
+        )
+        code = self.codes.get(request.generation_id_or_member_epoch, 0)
+        cls = OffsetCommitResponse[7]
+        Topic = cls.OffsetCommitResponseTopic
+        return 0, cls(
+            throttle_time_ms=0,
+            topics=[
+                Topic(
+                    name=t.name,
+                    partitions=[
+                        Topic.OffsetCommitResponsePartition(
+                            partition_index=p.partition_index, error_code=code
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ],
+        )
+
+
+def commit(monkeypatch, core, answers, owners) -> tuple[dict, dict]:
+    import asyncio
+
+    from kafka.protocol.consumer import OffsetCommitRequest
+
+    from bridge.gateway import groups, simple_commits
+
+    kept: dict = {}
+
+    async def read_owners(core, group, topics):
+        return owners
+
+    async def keep(core, group, offsets):
+        kept.update(offsets)
+
+    monkeypatch.setattr(groups, "to_group_coordinator", answers)
+    monkeypatch.setattr(simple_commits, "_owners", read_owners)
+    monkeypatch.setattr(simple_commits, "_keep_in_zookeeper", keep)
+    monkeypatch.setattr(simple_commits, "RETRY_AFTER_S", 0)
+    Topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    request = OffsetCommitRequest[2](
+        group_id="g",
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        retention_time_ms=-1,
+        topics=[
+            Topic(
+                name="a",
+                partitions=[
+                    Topic.OffsetCommitRequestPartition(partition_index=p, committed_offset=10 + p)
+                    for p in range(3)
+                ],
+            )
+        ],
+    )
+    codes = asyncio.run(simple_commits.commit_as_proxies(core, request))
+    return codes, kept
+
+
+def test_a_proxy_mid_rebalance_is_asked_again_with_its_fresh_generation(monkeypatch):
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0", T[2]: "mirrored-new-0"}
+    core = FakeCore([{"g_c1-0": joined("g_c1-0", 3)}, {"g_c1-0": joined("g_c1-0", 4)}])
+    answers = Answers({3: 22})  # ILLEGAL_GENERATION at generation 3, accepted at 4
+    codes, kept = commit(monkeypatch, core, answers, owners)
+    assert answers.asked == [("g_c1-0-member", 3, "g_c1-0"), ("g_c1-0-member", 4, "g_c1-0")]
+    assert codes == {("a", 0): 0, ("a", 1): 0, ("a", 2): 27}
+    assert kept == {}  # a new member's partition is not kept anywhere
+
+
+def test_still_rebalancing_after_the_retry_is_retriable_and_kept_in_zookeeper(monkeypatch):
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0"}
+    core = FakeCore([{"g_c1-0": joined("g_c1-0", 3)}])
+    codes, kept = commit(monkeypatch, core, Answers({3: 27}), owners)
+    assert codes == {("a", 0): 27, ("a", 1): 27, ("a", 2): 27}
+    assert kept == {T[0]: 10, T[1]: 11}  # the hand-over gate carries these into Kafka
+
+
+def test_a_group_without_proxies_passes_through(monkeypatch):
+    core = FakeCore([{}])
+    assert commit(monkeypatch, core, Answers({}), {})[0] is None
