@@ -155,9 +155,12 @@ class Bridge:
             extra={"address": f"{host}:{port}", "advertise": self.settings.registry.advertise},
         )
 
-    def _proxy_view(self, group: str) -> dict:
+    def _proxy_view(self, group: str) -> dict | None:
         """The gateway's read-only view of this term's proxies in ``group`` (thread id ->
-        ``ProxyIdentity``); none while this bridge does not lead."""
+        ``ProxyIdentity``); None while this bridge does not lead (another bridge's proxies
+        may be in the group, which this one cannot commit as)."""
+        if not self.is_leader:
+            return None
         coexistence = self._coexistence
         return coexistence.proxy_view(group) if coexistence is not None else {}
 

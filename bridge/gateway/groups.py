@@ -91,6 +91,7 @@ async def offset_commit(core: Core, request, version: int):
             else {}
         )
         codes.setdefault(None, code)
+        simple_commits.redirect_from_standby(core, request, codes)
     return cls(
         topics=[
             cls.OffsetCommitResponseTopic(

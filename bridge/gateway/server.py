@@ -57,8 +57,9 @@ if TYPE_CHECKING:
     from bridge.config import KafkaSettings
     from bridge.decide.simple_commits import ProxyIdentity
 
-    #: group -> the bridge's proxies in it (thread id -> identity); see ``groups``
-    ProxyView = Callable[[str], Mapping[str, ProxyIdentity]]
+    #: group -> the bridge's proxies in it (thread id -> identity), None while the bridge
+    #: does not lead; see ``simple_commits``
+    ProxyView = Callable[[str], Mapping[str, ProxyIdentity] | None]
 
 log = logging.getLogger(__name__)
 

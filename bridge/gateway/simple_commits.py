@@ -42,10 +42,12 @@ log = logging.getLogger(__name__)
 
 #: OffsetCommit v7 carries the static member's instance id (3.9 and 4.x take it)
 COMMIT_AS_PROXY_VERSION = 7
-REBALANCE_IN_PROGRESS = 27
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 22, 25, 27
+FENCED_INSTANCE_ID = 82
 #: the coordinator's answers to a commit whose member or generation just changed
-MOVED_ON = frozenset({22, 25, REBALANCE_IN_PROGRESS, 82})  # ILLEGAL_GENERATION, UNKNOWN_
-#: MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID
+MOVED_ON = frozenset(
+    {ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID}
+)
 #: how long a proxy mid-rebalance gets to finish its JoinGroup before the one retry
 RETRY_AFTER_S = 0.5
 
@@ -66,7 +68,7 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
         return None
     proxies = core.proxies(group)
     if not proxies:
-        return None
+        return None  # no proxy here, or this bridge does not lead: redirect_from_standby
     offsets: Offsets = {
         TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata or "")
         for t in request.topics
@@ -89,6 +91,29 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
     if between:
         await _keep_in_zookeeper(core, group, {tp: offsets[tp][0] for tp in between})
     return codes
+
+
+def redirect_from_standby(core: Core, request, codes: dict) -> None:
+    """A simple commit passed through by a standby bridge's gateway and refused because the
+    group has members (the active bridge's proxies, most likely) is answered NOT_COORDINATOR
+    instead of UNKNOWN_MEMBER_ID: old consumers then drop their offsets connection and look
+    the coordinator up again through ``/brokers/ids``, which publishes the active bridge's
+    gateway, where the commit is made as the proxies. A consumer that kept its connection to
+    this gateway across a bridge failover would otherwise commit nothing until it reconnects.
+    """
+    if core.proxies is None or not is_simple_commit(
+        request.generation_id_or_member_epoch, request.member_id or ""
+    ):
+        return
+    refused = [k for k, c in codes.items() if c == UNKNOWN_MEMBER_ID]
+    if refused and core.proxies(request.group_id) is None:
+        for k in refused:
+            codes[k] = errors.NOT_COORDINATOR
+        log.info(
+            "gateway: old consumer's commit of %r refused (the group has members) on a standby "
+            "bridge; answered NOT_COORDINATOR so it finds the active bridge's gateway",
+            request.group_id,
+        )
 
 
 async def _owners(core: Core, group: str, topics: list[str]) -> dict[TopicPartition, str]:

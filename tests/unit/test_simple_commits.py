@@ -188,3 +188,30 @@ def test_still_rebalancing_after_the_retry_is_retriable_and_kept_in_zookeeper(mo
 def test_a_group_without_proxies_passes_through(monkeypatch):
     core = FakeCore([{}])
     assert commit(monkeypatch, core, Answers({}), {})[0] is None
+
+
+def test_a_standby_bridges_gateway_sends_a_refused_simple_commit_to_look_again(monkeypatch):
+    """On a standby (view None) Kafka's UNKNOWN_MEMBER_ID becomes NOT_COORDINATOR, so the
+    old consumer looks the coordinator up again through /brokers/ids (the active gateway);
+    a leading bridge without proxies in the group, or a member's own commit, is left alone."""
+    from kafka.protocol.consumer import OffsetCommitRequest
+
+    from bridge.gateway.simple_commits import redirect_from_standby
+
+    def request(generation: int, member: str):
+        return OffsetCommitRequest[2](
+            group_id="g",
+            generation_id_or_member_epoch=generation,
+            member_id=member,
+            retention_time_ms=-1,
+            topics=[],
+        )
+
+    standby, leader = FakeCore([None]), FakeCore([{}])
+    assert commit(monkeypatch, standby, Answers({}), {})[0] is None  # passed through
+    cases = [(standby, request(-1, ""), 16), (leader, request(-1, ""), 25)]
+    cases += [(standby, request(4, "m"), 25)]
+    for core, req, want in cases:
+        codes = {("a", 0): 25, ("a", 1): 0}
+        redirect_from_standby(core, req, codes)
+        assert codes == {("a", 0): want, ("a", 1): 0}
