@@ -108,6 +108,12 @@ class Metrics:
             ["group"],
             registry=r,
         )
+        self.simple_commits = Counter(
+            "zkbridge_gateway_simple_commits",
+            "partitions of old consumers' generation -1 commits in groups with proxies",
+            ["outcome"],
+            registry=r,
+        )
         self.offsets_copied = Counter(
             "zkbridge_offsets_copied",
             "offsets moved between the stores at hand-over",

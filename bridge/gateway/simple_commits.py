@@ -32,6 +32,7 @@ from bridge.decide.simple_commits import (
     plan_simple_commit,
 )
 from bridge.gateway import errors
+from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, log_problem
 from zkpaths import GroupPartition, TopicPartition
 
@@ -90,6 +91,10 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
         between |= {TopicPartition(*k) for k, c in result.items() if c == REBALANCE_IN_PROGRESS}
     if between:
         await _keep_in_zookeeper(core, group, {tp: offsets[tp][0] for tp in between})
+    committed = sum(1 for c in codes.values() if c == errors.NONE)
+    METRICS.simple_commits.labels(outcome="committed").inc(committed)
+    METRICS.simple_commits.labels(outcome="kept").inc(len(between))
+    METRICS.simple_commits.labels(outcome="refused").inc(len(codes) - committed - len(between))
     return codes
 
 

@@ -328,15 +328,24 @@ def mixed_kafka_storage_group(stack, admin, chroot, topic, group, logs) -> tuple
     new = None
     try:
         old.wait_ready(90)
-        wait_for(lambda: old.messages and proxy_joined(admin, group), 60, what="proxy joined")
+        # from every partition first: the one handed to the new member has something to
+        # hand over (the negative control's re-read, the positive one's exact hand-over)
+        wait_for(
+            lambda: (
+                {m.partition for m in old.messages} == set(range(PARTITIONS))
+                and proxy_joined(admin, group)
+            ),
+            120,
+            what="the old consumer on every partition, its proxy joined",
+        )
         new = NewConsumerProcess(
             stack.bootstrap_servers, group, [topic], client_id="mixed", log=logs / "new.log"
         )
-        wait_for(lambda: len(new.messages) >= 5, 60, what="the new member consuming")
+        wait_for(lambda: len(new.messages) >= 5, 120, what="the new member consuming")
         new.stop()
         producer.stop()
         ends = log_ends(admin, topic, PARTITIONS)
-        wait_for(lambda: consumed_to(old, ends), 60, what="the old consumer at the log ends")
+        wait_for(lambda: consumed_to(old, ends), 120, what="the old consumer at the log ends")
     except BaseException:
         old.stop()
         raise

@@ -179,10 +179,21 @@ def test_a_proxy_mid_rebalance_is_asked_again_with_its_fresh_generation(monkeypa
 
 def test_still_rebalancing_after_the_retry_is_retriable_and_kept_in_zookeeper(monkeypatch):
     owners = {T[0]: "g_c1-0", T[1]: "g_c1-0"}
+    from bridge.metrics import METRICS
+
+    def counted() -> dict[str, float]:
+        return {
+            o: METRICS.simple_commits.labels(outcome=o)._value.get()
+            for o in ("committed", "kept", "refused")
+        }
+
+    before = counted()
     core = FakeCore([{"g_c1-0": joined("g_c1-0", 3)}])
     codes, kept = commit(monkeypatch, core, Answers({3: 27}), owners)
     assert codes == {("a", 0): 27, ("a", 1): 27, ("a", 2): 27}
     assert kept == {T[0]: 10, T[1]: 11}  # the hand-over gate carries these into Kafka
+    after = counted()
+    assert {o: after[o] - before[o] for o in after} == {"committed": 0, "kept": 2, "refused": 1}
 
 
 def test_a_group_without_proxies_passes_through(monkeypatch):
