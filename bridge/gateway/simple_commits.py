@@ -131,7 +131,17 @@ async def _owners(core: Core, group: str, topics: list[str]) -> dict[TopicPartit
     return await asyncio.get_running_loop().run_in_executor(None, read)
 
 
+#: bad owner or offset nodes already reported (each is read again at every commit)
+_reported: set[NodeProblem] = set()
+
+
 def _report(problem: NodeProblem) -> None:
+    """A bad node the commits read, reported once (I5), not at every auto-commit."""
+    if problem in _reported:
+        return
+    if len(_reported) > 100_000:
+        _reported.clear()
+    _reported.add(problem)
     log_problem(problem, "gateway")
 
 

@@ -226,3 +226,15 @@ def test_a_standby_bridges_gateway_sends_a_refused_simple_commit_to_look_again(m
         codes = {("a", 0): 25, ("a", 1): 0}
         redirect_from_standby(core, req, codes)
         assert codes == {("a", 0): want, ("a", 1): 0}
+
+
+def test_a_bad_owner_node_is_reported_once_not_at_every_commit(caplog):
+    from bridge.gateway.simple_commits import _report
+    from bridge.zookeeper.reader import NodeProblem
+
+    problem = NodeProblem("/consumers/g/owners/a/x", "unknown owner node name 'x'")
+    for _ in range(3):
+        _report(problem)
+    assert [r.getMessage() for r in caplog.records].count(
+        "bad node left alone: unknown owner node name 'x'"
+    ) == 1
