@@ -49,6 +49,13 @@ class Metrics:
         self.leader = Gauge(
             "zkbridge_leader", "1 while this bridge is the active (fenced) writer", registry=r
         )
+        self.share_held = Gauge(
+            "zkbridge_share_held",
+            "each share (partition of __consumer_offsets) this bridge holds, at 1 (scale.mode "
+            '= "shares"); a share released is no longer listed',
+            ["share"],
+            registry=r,
+        )
         self.epoch = Gauge("zkbridge_epoch", "bridge epoch held by this process", registry=r)
         self.tick_seconds = Histogram(
             "zkbridge_flow_tick_seconds", "time for one pass of a flow", ["flow"], registry=r

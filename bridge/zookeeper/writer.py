@@ -26,7 +26,7 @@ from kazoo.exceptions import (
 
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
 from bridge.metrics import METRICS
-from bridge.zookeeper.fence import Epoch, Fenced
+from bridge.zookeeper.fence import Epoch, Fenced, ShareFence
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +100,19 @@ class FencedWriter:
     def __init__(
         self,
         client: KazooClient,
-        epoch: Epoch,
+        epoch: Epoch | None,
         ledger: Ledger,
         halted: threading.Event | None = None,
+        shares: ShareFence | None = None,
     ) -> None:
-        """``halted``: once set (the bridge is stopping), nothing more is written."""
+        """``halted``: once set (the bridge is stopping), nothing more is written.
+        ``shares`` (``[scale] mode = "shares"``, ``epoch`` None): each batch checks the
+        epochs of the shares its writes belong to instead of the one bridge epoch."""
+        if (epoch is None) == (shares is None):
+            raise ValueError("a fenced writer checks one epoch or the shares' epochs")
         self.client = client
         self.epoch = epoch
+        self.shares = shares
         self.ledger = ledger
         self.stats = BatchStats()
         self.halted = halted
@@ -126,16 +132,18 @@ class FencedWriter:
         """
         if self.halted is not None and self.halted.is_set():
             raise Fenced("the bridge is stopping: nothing more is written")
+        if self.shares is not None:  # every share held, checked before a batch is sent
+            self.shares.epochs_for([op.path for op in ops])
         pending: set[str] = set()
         dropped: set[str] = set()  # markers deleted earlier in this apply
         sent = []
         for batch in _batches(ops):
-            txn, owners, slots, created = self._build(batch, pending, dropped)
-            sent.append((batch, owners, slots, created, txn.commit_async()))
+            txn, checked, slots, created = self._build(batch, pending, dropped)
+            sent.append((batch, checked, slots, created, txn.commit_async()))
         failure: BaseException | None = None
-        for batch, owners, slots, created, result in sent:
+        for batch, checked, slots, created, result in sent:
             try:
-                self._finish(batch, owners, slots, created, result.get(), known)
+                self._finish(batch, checked, slots, created, result.get(), known)
             except (Fenced, BatchRejected) as exc:
                 if isinstance(exc, Fenced):
                     raise
@@ -151,19 +159,30 @@ class FencedWriter:
         if self.halted is not None and self.halted.is_set():
             raise Fenced("the bridge is stopping: nothing more is written")
         txn = self.client.transaction()
-        txn.check(self.epoch.path, self.epoch.version)
+        epochs = self._epochs([op.path for op in ops])
+        for epoch in epochs:
+            txn.check(epoch.path, epoch.version)
         for op in ops:
             _add(txn, op)
         results = txn.commit()
-        if isinstance(results[0], BadVersionError | NoNodeError):
-            raise Fenced(f"epoch {self.epoch.value} at {self.epoch.path} is no longer current")
-        _raise_refused(ops, results[1:])
+        _raise_fenced(epochs, results)
+        _raise_refused(ops, results[len(epochs) :])
+
+    def _epochs(self, paths: list[str]) -> list[Epoch]:
+        """The epochs a transaction writing ``paths`` checks first (I3)."""
+        if self.shares is not None:
+            return self.shares.epochs_for(paths)
+        assert self.epoch is not None
+        return [self.epoch]
 
     def _build(self, batch: list[ZkOp], pending: set[str], dropped: set[str]):
         """One transaction: the epoch check, then each op with its ledger marker."""
         txn = self.client.transaction()
-        txn.check(self.epoch.path, self.epoch.version)
-        owners: list[ZkOp | None] = [None]  # which planned op each transaction slot serves
+        epochs = self._epochs([op.path for op in batch])
+        for epoch in epochs:
+            txn.check(epoch.path, epoch.version)
+        # which planned op each transaction slot serves (None: an epoch's check)
+        owners: list[ZkOp | None] = [None] * len(epochs)
         slots: list[tuple[int, ZkOp]] = []  # slot of each legacy op's own result
         created: set[str] = set()
 
@@ -201,11 +220,11 @@ class FencedWriter:
                 add(txn.delete, marker, op=op)
                 dropped.add(marker)
                 pending.discard(marker)
-        return txn, owners, slots, created
+        return txn, (epochs, owners), slots, created
 
-    def _finish(self, batch, owners, slots, created, results, known: dict[str, Node]) -> None:
-        if isinstance(results[0], BadVersionError | NoNodeError):
-            raise Fenced(f"epoch {self.epoch.value} at {self.epoch.path} is no longer current")
+    def _finish(self, batch, checked, slots, created, results, known: dict[str, Node]) -> None:
+        epochs, owners = checked
+        _raise_fenced(epochs, results)
         for i, r in enumerate(results):
             if isinstance(r, Exception) and not isinstance(r, _KNOCK_ON):
                 raise BatchRejected(owners[i] or batch[0], r)
@@ -314,6 +333,13 @@ def _add(txn, op: ZkOp | Check) -> None:
         txn.delete(op.path, op.version)
     else:
         txn.check(op.path, op.version)
+
+
+def _raise_fenced(epochs: Sequence[Epoch], results: Sequence[object]) -> None:
+    """``Fenced`` when one of the transaction's epoch checks (its first results) failed."""
+    for epoch, result in zip(epochs, results, strict=False):
+        if isinstance(result, BadVersionError | NoNodeError):
+            raise Fenced(f"epoch {epoch.value} at {epoch.path} is no longer current")
 
 
 def _raise_refused(ops: Sequence[ZkOp | Check], results: Sequence[object]) -> None:
