@@ -216,6 +216,19 @@ class BridgeSettings(_Section):
         return v
 
 
+class ScaleSettings(_Section):
+    """Several active bridges sharing the groups (docs/operations.md, "Scale-out")."""
+
+    #: "single": one active bridge, the others standbys (the election); "shares": every
+    #: bridge active, each on the shares (partitions of __consumer_offsets) Kafka's group
+    #: coordinator deals it as a member of ``group_id``
+    mode: Literal["single", "shares"] = "single"
+    #: the consumer group the bridges of one root form on __consumer_offsets
+    group_id: str = Field("kafka-zk-bridge", min_length=1)
+    #: a dead bridge's shares move after this (its heartbeats are every tenth of it)
+    session_timeout_ms: int = Field(10000, ge=1000, le=300000)
+
+
 class RegistrySettings(_Section):
     enabled: bool = True
     poll_interval_s: float = Field(0.5, gt=0, le=60)
@@ -395,6 +408,7 @@ class Settings(_Section):
     metrics: MetricsSettings = MetricsSettings()
     gateway: GatewaySettings = GatewaySettings()
     storm: StormSettings = StormSettings()
+    scale: ScaleSettings = ScaleSettings()
 
     @model_validator(mode="after")
     def _gateway_rules(self) -> Settings:
@@ -403,6 +417,16 @@ class Settings(_Section):
             raise ValueError(
                 "storm.spouts are reconciled by the groups flow: set groups.enabled = true "
                 "or remove the spouts"
+            )
+        if self.scale.mode == "shares" and self.storm.spouts:
+            raise ValueError(
+                "storm.spouts are not shared between bridges yet: use scale.mode = 'single' "
+                "or remove the spouts"
+            )
+        if self.scale.mode == "shares" and not self.groups.follow_offsets_log:
+            raise ValueError(
+                "scale.mode = 'shares' deals the shares as partitions of __consumer_offsets: "
+                "set groups.follow_offsets_log = true"
             )
         if self.gateway.enabled and self.gateway.listen is None:
             raise ValueError(

@@ -21,6 +21,7 @@ from kazoo.exceptions import ConnectionLoss, LockTimeout, SessionExpiredError
 from bridge.config import KafkaSettings, Settings
 from bridge.connect import connect_kafka, connect_zookeeper
 from bridge.decide.groups import OnGroupDeleted
+from bridge.decide.shares import REGISTRY_SHARE
 from bridge.flows import Flow
 from bridge.flows.coexist import Coexistence
 from bridge.flows.groups import GroupMirrorFlow
@@ -28,10 +29,11 @@ from bridge.flows.registry import RegistryFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.kafka.shares import SharedFollower
 from bridge.logs import FailureStreak
 from bridge.metrics import METRICS
 from bridge.zookeeper.acl import announce, repair_acls
-from bridge.zookeeper.fence import Fenced, bridge_identity, claim_epoch
+from bridge.zookeeper.fence import Fenced, ShareFence, bridge_identity, claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,10 @@ class Bridge:
         self.is_leader = False
         self._coexistence = None
         self._follower: OffsetsLogFollower | None = None
+        #: [scale] mode = "shares": the epochs of the shares this bridge holds
+        self._fence: ShareFence | None = None
+        self._registry_writer: FencedWriter | None = None
+        self._registry_here = False  # whether this bridge holds share 0 (and the registry)
         # ---- read by /readyz (bridge.http) from its own thread ----
         #: "connecting" | "standby" | "leader" | "stopping"
         self.state = "connecting"
@@ -107,7 +113,10 @@ class Bridge:
         )
         try:
             while not self.stop_event.is_set():
-                self._lead_once()
+                if self.settings.scale.mode == "shares":
+                    self._share_once()
+                else:
+                    self._lead_once()
         finally:
             self.state = "stopping"
             self.stop_event.set()
@@ -237,16 +246,7 @@ class Bridge:
         except (ConnectionLoss, SessionExpiredError) as exc:
             log.warning("ZooKeeper %s while leading; stepping down", type(exc).__name__)
         finally:
-            self.is_leader = False
-            self.state = "stopping" if self.stop_event.is_set() else "standby"
-            METRICS.leader.set(0)
-            if self._follower is not None:
-                self._follower.close()
-                self._follower = None
-            if self._coexistence is not None:
-                # stopping without LeaveGroup: a successor's proxies take the same static ids
-                self._coexistence.close(leave=False)
-                self._coexistence = None
+            self._end_term()
             # with ZooKeeper away, kazoo retries the release for ever: a stopping bridge
             # leaves it, and its lock node dies with its session
             if self.zk.connected or not self.stop_event.is_set():
@@ -254,6 +254,55 @@ class Bridge:
                     lock.release()
                 except Exception:  # noqa: BLE001 - session may be gone; the lock dies with it
                     pass
+
+    def _end_term(self) -> None:
+        """Leading (or holding shares) ended: close what the term started."""
+        self.is_leader = False
+        self.state = "stopping" if self.stop_event.is_set() else "standby"
+        METRICS.leader.set(0)
+        if self._follower is not None:
+            self._follower.close()  # shared: leaves the bridges' group, its shares move
+            self._follower = None
+        self._fence = None
+        if self._coexistence is not None:
+            # stopping without LeaveGroup: a successor's proxies take the same static ids
+            self._coexistence.close(leave=False)
+            self._coexistence = None
+
+    def _share_once(self) -> None:
+        """``[scale] mode = "shares"``: active on the shares Kafka's group coordinator deals
+        this bridge as a member of ``scale.group_id`` (``bridge.kafka.shares``), each write
+        checked against its share's epoch; deposed from a share (a write fenced), it leaves
+        the group and joins again. The registry flow runs on the holder of share 0."""
+        assert self.zk is not None
+        s = self.settings
+        self._session_lost.clear()
+        self._fence = fence = ShareFence(self.zk, self.root, self.identity, 0)
+        options = s.kafka.client_options()
+        servers = options.pop("bootstrap_servers")
+        try:
+            self._follower = SharedFollower(
+                servers,
+                s.scale.group_id,
+                fence,
+                session_timeout_ms=s.scale.session_timeout_ms,
+                client_options=options,
+            )
+            writer = FencedWriter(self.zk, None, Ledger(self.root), self.stop_event, fence)
+            self._registry_writer, self._registry_here = writer, False
+            self.flow_intervals, self.last_ok = {}, {}
+            self.state = "leader"
+            self._run_flows(self._flows(writer))
+        except KafkaError as exc:  # Kafka away right now: try again in a moment
+            log.warning("cannot join the bridges' group: %s: %s", type(exc).__name__, exc)
+            self.stop_event.wait(1.0)
+        except Fenced as exc:
+            if not self.stop_event.is_set():
+                log.error("deposed from a share: %s; joining the bridges' group again", exc)
+        except (ConnectionLoss, SessionExpiredError) as exc:
+            log.warning("ZooKeeper %s while holding shares; joining again", type(exc).__name__)
+        finally:
+            self._end_term()
 
     def _flows(self, writer: FencedWriter) -> list[tuple[Flow, float]]:
         """The enabled flows, each with its own poll interval."""
@@ -309,6 +358,7 @@ class Bridge:
                         root=self.root,
                         storm_spouts=s.storm.spouts,
                         follower=self._follower_of_offsets(),
+                        shares=self._fence,
                     ),
                     s.groups.poll_interval_s,
                 )
@@ -318,6 +368,8 @@ class Bridge:
     def _follower_of_offsets(self) -> OffsetsLogFollower | None:
         """The groups flow's follower of ``__consumer_offsets`` (closed when leading ends);
         it starts following once the flow's first full read found the topic."""
+        if self._fence is not None:
+            return self._follower  # the bridges' group member, made with the term
         if not self.settings.groups.follow_offsets_log:
             return None
         options = self.settings.kafka.client_options()
@@ -329,6 +381,20 @@ class Bridge:
                 "not following __consumer_offsets this term: %s: %s", type(exc).__name__, exc
             )
         return self._follower
+
+    def _runs_here(self, flow: Flow) -> bool:
+        """Whether ``flow`` runs on this bridge now: always, but with shares the registry
+        flow runs on the holder of share 0 only (resynced, and the ACLs repaired, when that
+        share comes to this bridge)."""
+        if self._fence is None or flow.name != "registry":
+            return True
+        here = REGISTRY_SHARE in self._fence.held()
+        if here and not self._registry_here:
+            assert self.zk is not None
+            repair_acls(self.zk, self.zk.acl_policy, self._registry_writer)
+            flow.resync()
+        self._registry_here = here
+        return here
 
     def _run_flows(self, flows: list[tuple[Flow, float]]) -> None:
         resync_every = self.settings.bridge.resync_interval_s
@@ -363,6 +429,9 @@ class Bridge:
                 if now < due[flow.name]:
                     continue
                 due[flow.name] = now + interval
+                if not self._runs_here(flow):
+                    self.last_ok[flow.name] = time.monotonic()  # not this bridge's to run
+                    continue
                 started = time.monotonic()
                 with METRICS.tick_seconds.labels(flow=flow.name).time():
                     try:

@@ -52,6 +52,7 @@ from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper import sync
+from bridge.zookeeper.fence import ShareFence
 from bridge.zookeeper.owned import OwnedTree, group_of
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.records import create_records, read_records
@@ -106,13 +107,19 @@ class GroupMirrorFlow:
         root: str = "/kafka-zk-bridge",
         storm_spouts: Sequence[StormSpout] = (),
         follower: OffsetsLogFollower | None = None,
+        shares: ShareFence | None = None,
     ) -> None:
+        """``shares`` (``[scale] mode = "shares"``): only the groups of the shares held."""
         self.zk = zk
         self.admin = admin
         self.writer = writer
         # a storm spout's group is reconciled by bridge.flows.storm, never mirrored here
         spout_groups = {s.group for s in storm_spouts}
-        self.filter = lambda g: g not in spout_groups and group_filter(g)
+        self.filter = lambda g: (
+            g not in spout_groups and group_filter(g) and (shares is None or shares.holds_group(g))
+        )
+        self.shares = shares
+        self._shares_seen = -1  # the shares' generation this flow last reconciled
         self.on_deleted = on_deleted
         self.coexist = coexistence
         if coexistence is not None:
@@ -163,7 +170,12 @@ class GroupMirrorFlow:
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
 
     def owned(self) -> set[str]:
-        return self.tree.owned()
+        """The bridge's nodes under ``/consumers`` (of the groups of the shares held)."""
+        owned = self.tree.owned()
+        if self.shares is None:
+            return owned
+        held = self.shares.holds_group
+        return {p for p in owned if not group_of(p) or held(group_of(p))}
 
     @property
     def known(self) -> dict[str, Node]:
@@ -187,6 +199,11 @@ class GroupMirrorFlow:
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
+        if self.shares is not None:
+            self._follow_shares()
+            if not self.shares.held():
+                return 0  # no share dealt to this bridge (yet): nothing of its to mirror
+            requests = {g: r for g, r in requests.items() if self.shares.holds_group(g)}
         self.tree.verify_page()
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
@@ -210,6 +227,17 @@ class GroupMirrorFlow:
                 self._after[g] = after
         self._answer_sync_requests(requests)
         return written
+
+    def _follow_shares(self) -> None:
+        """Poll the follower (it settles a rebalance: shares released, shares claimed);
+        when the shares held changed, reconcile in full: ledger, owned nodes and every
+        group of the shares now held, read after their positions were fixed."""
+        assert self.shares is not None and self.follower is not None
+        self.kafka.dirty |= self.follower.changed_groups()
+        if self._shares_seen != self.shares.generation:
+            self._shares_seen = self.shares.generation
+            self.tree.loaded = False  # others wrote the new shares' nodes: read them all
+            self.resync()
 
     def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
         """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the

@@ -252,6 +252,7 @@ def test_model_has_every_section():
         "metrics",
         "gateway",
         "storm",
+        "scale",
     }
 
 

@@ -1,0 +1,195 @@
+"""``[scale] mode = "shares"`` on the real stack (issue 14 item 3): several active bridges,
+members of one consumer group of ``__consumer_offsets``, each holding the shares Kafka's
+group coordinator deals it, each write checked against its share's epoch (I3 per share)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+
+import pytest
+from kafka import TopicPartition as KafkaTP
+from kafka.errors import NoError
+from kafka.structs import OffsetAndMetadata
+from kazoo.client import KazooClient
+
+import zkpaths
+from bench import create_topic
+from bridge.decide.plan import Create, Node
+from bridge.decide.shares import epoch_path, share_of_group
+from bridge.kafka.cluster import partition_counts
+from bridge.kafka.offsets_log import OFFSETS_TOPIC
+from bridge.zookeeper.fence import Fenced, ShareFence, ShareMoved
+from bridge.zookeeper.writer import FencedWriter, Ledger
+from tests.conftest import wait_for
+from tests.integration.test_ops import free_port, get
+
+pytestmark = pytest.mark.integration
+
+ROOT = "/kafka-zk-bridge"
+SESSION_MS = 6000
+
+
+def _group_per_share(shares: int, prefix: str) -> dict[int, str]:
+    """A group name for every share (the first name found hashing into it)."""
+    out: dict[int, str] = {}
+    i = 0
+    while len(out) < shares:
+        g = f"{prefix}-{i}"
+        out.setdefault(share_of_group(g, shares), g)
+        i += 1
+    return out
+
+
+def test_a_deposed_share_writer_is_fenced(stack, chroot):
+    """A bridge that lost a share (another claimed its epoch) has its next write for that
+    share refused whole; a write for a share it never held is not even sent."""
+    a, b = KazooClient(stack.zk_connect + chroot), KazooClient(stack.zk_connect + chroot)
+    a.start()
+    b.start()
+    try:
+        groups = _group_per_share(50, "fenced")
+        old = ShareFence(a, ROOT, "a", 50)
+        old.claim({0, 3})
+        writer = FencedWriter(a, None, Ledger(ROOT), shares=old)
+        known: dict[str, Node] = {}
+        g3, g4 = groups[3], groups[4]
+        writer.apply([Create("/consumers", b""), Create(f"/consumers/{g3}", b"")], known)
+        assert a.exists(f"/consumers/{g3}")
+
+        new = ShareFence(b, ROOT, "b", 50)
+        new.claim({3})  # a rebalance gave share 3 to b; a has not noticed
+        with pytest.raises(Fenced):
+            writer.apply([Create(f"/consumers/{g3}/ids", b"")], known)
+        assert not a.exists(f"/consumers/{g3}/ids")
+        assert not a.exists(f"{ROOT}/owned/consumers/{g3}/ids")  # nor its ledger marker
+        with pytest.raises(ShareMoved):  # never held: refused before anything is sent
+            writer.apply([Create(f"/consumers/{g4}", b"")], known)
+        assert not a.exists(f"/consumers/{g4}")
+        # share 0 (the registry's) is still a's: its writes go on
+        writer.apply([Create("/brokers", b"")], known)
+        assert json.loads(b.get(epoch_path(ROOT, 3))[0])["holder"] == "b"
+
+        successor = FencedWriter(b, None, Ledger(ROOT), shares=new)
+        successor.ledger.load(b, ["/consumers"])
+        successor.apply([Create(f"/consumers/{g3}/ids", b"")], {})
+        assert b.exists(f"/consumers/{g3}/ids")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def _held(port: int) -> set[int] | None:
+    """The shares one bridge says it holds (its /metrics), None while it does not answer."""
+    answer = get(port, "/metrics")
+    if answer is None or answer[0] != 200:
+        return None
+    held = set()
+    for line in answer[1].splitlines():
+        if line.startswith("zkbridge_share_held{") and line.rstrip().endswith(" 1.0"):
+            held.add(int(line.split('share="')[1].split('"')[0]))
+    return held
+
+
+def _dealt(ports: dict[str, int], shares: int) -> dict[str, set[int]] | None:
+    """Each bridge's shares once they are dealt: every one held, none twice, each bridge
+    some; None until then."""
+    held = {name: _held(port) for name, port in ports.items()}
+    if any(h is None or not h for h in held.values()):
+        return None
+    union = set().union(*held.values())  # type: ignore[arg-type]
+    if union != set(range(shares)) or sum(len(h) for h in held.values()) != shares:  # type: ignore[arg-type]
+        return None
+    return held  # type: ignore[return-value]
+
+
+def _commit_all(admin, groups: dict[int, str], topic: str, offset: int) -> None:
+    tp = KafkaTP(topic, 0)
+    for g in groups.values():
+        wait_for(
+            lambda g=g: all(
+                e is NoError
+                for e in admin.alter_group_offsets(
+                    g, {tp: OffsetAndMetadata(offset, "", -1)}
+                ).values()
+            ),
+            30,
+            0.2,
+            f"the commit of {g}",
+        )
+
+
+def _mirrored(zk: KazooClient, groups: dict[int, str], topic: str, offset: int) -> list[str]:
+    """The groups whose offset node does not say ``offset`` yet."""
+    paths = {g: zkpaths.offset_path(g, topic, 0) for g in groups.values()}
+    reads = {g: zk.get_async(p) for g, p in paths.items()}
+    missing = []
+    for g, r in reads.items():
+        try:
+            if int(r.get()[0]) != offset:
+                missing.append(g)
+        except Exception:  # noqa: BLE001 - not there yet
+            missing.append(g)
+    return missing
+
+
+def test_bridges_share_the_shares_and_take_over_a_dead_ones(
+    stack, zk, admin, start_bridge, topic_name
+):
+    """Two, then three active bridges: every share held by exactly one, a group in every
+    share mirrored; kill -9 one: its shares are held again by the others within the session
+    timeout + 2 s, and their groups' commits still mirrored."""
+    topic = topic_name()
+    create_topic(admin, topic, 1)
+    gid = f"zkb-{uuid.uuid4().hex[:8]}"
+    env = {
+        "ZK_BRIDGE__SCALE__MODE": "shares",
+        "ZK_BRIDGE__SCALE__GROUP_ID": gid,
+        "ZK_BRIDGE__SCALE__SESSION_TIMEOUT_MS": str(SESSION_MS),
+    }
+    ports = {name: free_port() for name in "abc"}
+    bridges = {}
+
+    def start(name: str) -> None:
+        bridges[name] = start_bridge(
+            "--metrics-address",
+            f"127.0.0.1:{ports[name]}",
+            env={**env, "ZK_BRIDGE__BRIDGE__ID": name},
+        )
+
+    start("a")
+    start("b")
+    shares = wait_for(lambda: partition_counts(admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC), 30)
+    groups = _group_per_share(shares, topic)
+    _commit_all(admin, groups, topic, 1)
+    two = wait_for(lambda: _dealt({n: ports[n] for n in "ab"}, shares), 60, 0.2, "2 bridges")
+    wait_for(lambda: not _mirrored(zk, groups, topic, 1), 60, 0.2, "every share's group")
+    wait_for(lambda: zk.exists("/brokers/ids/1"), 30, what="the registry (share 0's holder)")
+    for name, held in two.items():  # the epoch nodes name the same holders
+        for s in held:
+            assert json.loads(zk.get(f"{ROOT}/shares/{s}")[0])["holder"] == name
+
+    start("c")
+    three = wait_for(lambda: _dealt(ports, shares), 60, 0.2, "3 bridges")
+    _commit_all(admin, groups, topic, 2)
+    wait_for(lambda: not _mirrored(zk, groups, topic, 2), 60, 0.2, "mirrored by 3 bridges")
+
+    victim = next(n for n, h in three.items() if 0 not in h)  # the registry stays put
+    os.kill(bridges[victim].proc.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    survivors = {n: ports[n] for n in "abc" if n != victim}
+    after = wait_for(lambda: _dealt(survivors, shares), 60, 0.1, "the dead bridge's shares")
+    moved = time.monotonic() - killed
+    print(f"\n{victim}'s {len(three[victim])} shares held again after {moved:.1f} s")
+    assert moved <= SESSION_MS / 1000 + 2, moved
+    for name, held in after.items():
+        for s in held:
+            assert json.loads(zk.get(f"{ROOT}/shares/{s}")[0])["holder"] == name
+    _commit_all(admin, groups, topic, 3)
+    wait_for(lambda: not _mirrored(zk, groups, topic, 3), 60, 0.2, "mirrored after the kill")
+    for name in survivors:
+        text = bridges[name].text()
+        assert "Traceback" not in text, text[-3000:]
