@@ -166,9 +166,11 @@ class Bridge:
 
     def _proxy_view(self, group: str) -> dict | None:
         """The gateway's read-only view of this term's proxies in ``group`` (thread id ->
-        ``ProxyIdentity``); None while this bridge does not lead (another bridge's proxies
-        may be in the group, which this one cannot commit as)."""
-        if not self.is_leader:
+        ``ProxyIdentity``); None while this bridge does not lead, or with shares does not
+        hold the group's share (another bridge's proxies may be in the group, which this
+        one cannot commit as)."""
+        fence = self._fence
+        if not (fence.holds_group(group) if fence is not None else self.is_leader):
             return None
         coexistence = self._coexistence
         return coexistence.proxy_view(group) if coexistence is not None else {}

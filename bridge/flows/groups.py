@@ -109,7 +109,6 @@ class GroupMirrorFlow:
         follower: OffsetsLogFollower | None = None,
         shares: ShareFence | None = None,
     ) -> None:
-        """``shares`` (``[scale] mode = "shares"``): only the groups of the shares held."""
         self.zk = zk
         self.admin = admin
         self.writer = writer
@@ -170,12 +169,7 @@ class GroupMirrorFlow:
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
 
     def owned(self) -> set[str]:
-        """The bridge's nodes under ``/consumers`` (of the groups of the shares held)."""
-        owned = self.tree.owned()
-        if self.shares is None:
-            return owned
-        held = self.shares.holds_group
-        return {p for p in owned if not group_of(p) or held(group_of(p))}
+        return self.tree.owned(self.shares.holds_group if self.shares is not None else None)
 
     @property
     def known(self) -> dict[str, Node]:
@@ -200,10 +194,9 @@ class GroupMirrorFlow:
         # report always reflects a state read after it was asked for
         requests = sync.pending_requests(self.zk, self.root)
         if self.shares is not None:
-            self._follow_shares()
+            requests = self._follow_shares(requests)
             if not self.shares.held():
                 return 0  # no share dealt to this bridge (yet): nothing of its to mirror
-            requests = {g: r for g, r in requests.items() if self.shares.holds_group(g)}
         self.tree.verify_page()
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
@@ -228,16 +221,15 @@ class GroupMirrorFlow:
         self._answer_sync_requests(requests)
         return written
 
-    def _follow_shares(self) -> None:
-        """Poll the follower (it settles a rebalance: shares released, shares claimed);
-        when the shares held changed, reconcile in full: ledger, owned nodes and every
-        group of the shares now held, read after their positions were fixed."""
+    def _follow_shares(self, requests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+        """Poll the follower (it settles a rebalance); when the shares held changed,
+        reconcile in full (others wrote the new shares' nodes). The requests held."""
         assert self.shares is not None and self.follower is not None
         self.kafka.dirty |= self.follower.changed_groups()
         if self._shares_seen != self.shares.generation:
-            self._shares_seen = self.shares.generation
-            self.tree.loaded = False  # others wrote the new shares' nodes: read them all
+            self._shares_seen, self.tree.loaded = self.shares.generation, False
             self.resync()
+        return {g: r for g, r in requests.items() if self.shares.holds_group(g)}
 
     def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
         """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the

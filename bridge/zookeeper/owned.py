@@ -46,9 +46,13 @@ class OwnedTree:
         self.loaded = False
         self.verifying: list[list[str]] = []
 
-    def owned(self) -> set[str]:
+    def owned(self, held: Callable[[str], bool] | None = None) -> set[str]:
+        """The owned nodes under ``/consumers``; with ``held``, of the groups it holds."""
         root = zkpaths.CONSUMERS
-        return {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
+        owned = {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
+        if held is None:
+            return owned
+        return {p for p in owned if not group_of(p) or held(group_of(p))}
 
     def resync(self, pager: Pager) -> None:
         """In full the first time in a term; later, queue every owned group for
