@@ -190,6 +190,30 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
             assert json.loads(zk.get(f"{ROOT}/shares/{s}")[0])["holder"] == name
     _commit_all(admin, groups, topic, 3)
     wait_for(lambda: not _mirrored(zk, groups, topic, 3), 60, 0.2, "mirrored after the kill")
+
+    # SIGSTOP the survivor without share 0: the other holds everything within the session
+    # timeout + 2 s; resumed, the zombie gives its shares up before it writes (revoked in its
+    # first poll, or its batch fenced) and the shares are dealt between the two again
+    zombie = next(n for n, h in after.items() if 0 not in h)
+    (alone,) = set(survivors) - {zombie}
+    before = len(bridges[zombie].text())
+    os.kill(bridges[zombie].proc.pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        wait_for(lambda: _held(ports[alone]) == set(range(shares)), 60, 0.1, "a frozen one's")
+        moved = time.monotonic() - stopped
+        print(f"{zombie} frozen: its {len(after[zombie])} shares held again after {moved:.1f} s")
+        assert moved <= SESSION_MS / 1000 + 2, moved
+        _commit_all(admin, groups, topic, 4)
+        wait_for(lambda: not _mirrored(zk, groups, topic, 4), 60, 0.2, "mirrored by one")
+    finally:
+        os.kill(bridges[zombie].proc.pid, signal.SIGCONT)
+    wait_for(lambda: _dealt(survivors, shares), 60, 0.2, "the zombie back in the group")
+    assert not _mirrored(zk, groups, topic, 4)  # the zombie wrote nothing of its old view
+    resumed = bridges[zombie].text()[before:]
+    assert "released shares" in resumed or "deposed from a share" in resumed, resumed[-3000:]
+    _commit_all(admin, groups, topic, 5)
+    wait_for(lambda: not _mirrored(zk, groups, topic, 5), 60, 0.2, "mirrored after the zombie")
     for name in survivors:
         text = bridges[name].text()
         assert "Traceback" not in text, text[-3000:]
