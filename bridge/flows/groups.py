@@ -426,7 +426,10 @@ class GroupMirrorFlow:
         modes = dict.fromkeys(StorageMode, 0)
         mixed = decided.mixed
         groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))
-        read = self._zk_offsets(groups, owned)  # every group's nodes in one pipelined read
+        # every group's nodes in one pipelined read, but the bridge's own offset nodes of
+        # kafka-mode groups no one else shares: those are as it last wrote or read them
+        mine = {g for g in groups if g not in mixed and self._mode_of(g) is StorageMode.KAFKA}
+        read = self._zk_offsets(groups, owned, mine)
         inferred: dict[str, StorageMode] = {}
         for g in groups:
             zk_offsets, owned_offsets = read[g]
@@ -460,10 +463,7 @@ class GroupMirrorFlow:
     def _mode(self, g: str, mixed: bool, foreign_zk_offsets: bool, pic: KafkaPicture):
         """The group's recorded storage mode, or the one inferred from where its offsets
         are (old consumers, offsets in ZooKeeper the bridge did not write, a Kafka group)."""
-        entry = self.records.get(g)
-        if entry is not None:
-            return entry[0].mode
-        return infer_mode(mixed, foreign_zk_offsets, g in pic.kinds)
+        return self._mode_of(g) or infer_mode(mixed, foreign_zk_offsets, g in pic.kinds)
 
     def _kafka_side(
         self, g: str, view: GroupView | None
@@ -484,12 +484,24 @@ class GroupMirrorFlow:
         made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
         self.records.update({g: (record, 0) for g, record in made.items()})
 
+    def _mode_of(self, g: str) -> StorageMode | None:
+        entry = self.records.get(g)
+        return entry[0].mode if entry is not None else None
+
     def _zk_offsets(
-        self, groups: list[str], owned: set[str]
+        self, groups: list[str], owned: set[str], mine: set[str] = frozenset()
     ) -> dict[str, tuple[dict[TopicPartition, int], set[TopicPartition]]]:
-        """Every offset node of each group now (read fresh, all groups pipelined together),
-        and which ones are the bridge's."""
-        read = self.reader.offsets(dict.fromkeys(groups))
+        """Every offset node of each group now (all groups pipelined together, each node
+        read again only when its watch fired), and which ones are the bridge's. The
+        bridge's own nodes of the groups ``mine`` are taken from ``known`` (its writes
+        are conditional on their versions: a node someone else changed fails the write
+        and its group is read again; the reconcile's pages verify them all)."""
+
+        def known(path: str) -> tuple[bytes, int] | None:
+            node = self.known.get(path) if path in owned and group_of(path) in mine else None
+            return (node.data, node.version) if node is not None else None
+
+        read = self.reader.offsets(dict.fromkeys(groups), known=known)
         out = {}
         for g, nodes in read.items():
             mine = {tp for tp in nodes if zkpaths.offset_path(g, tp.topic, tp.partition) in owned}

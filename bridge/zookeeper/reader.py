@@ -81,6 +81,15 @@ class PykafkaOwnerNode:
 
 
 Report = Callable[[NodeProblem], None]
+#: (data, version) of a node the caller knows already, or None: read it
+Known = Callable[[str], "tuple[bytes, int] | None"]
+
+
+@dataclass(frozen=True)
+class _Version:
+    """The one field of a ZnodeStat a known node supplies."""
+
+    version: int
 
 
 def log_problem(problem: NodeProblem, flow: str = "zookeeper") -> None:
@@ -279,9 +288,12 @@ class ConsumerTreeReader:
         self,
         groups: Mapping[str, Iterable[str] | None],
         partitions: Mapping[str, int] | None = None,
+        known: Known | None = None,
     ) -> dict[str, dict[TopicPartition, OffsetNode]]:
-        """Committed offset per partition of each group, as :meth:`owners` reads owners."""
-        nodes = self._partition_nodes("offsets", groups, partitions)
+        """Committed offset per partition of each group, as :meth:`owners` reads owners.
+        ``known``: (data, version) of nodes the caller knows already (the bridge's own, as
+        it last wrote them): not read again, and used only if the listing still has them."""
+        nodes = self._partition_nodes("offsets", groups, partitions, known)
         out: dict[str, dict[TopicPartition, OffsetNode]] = {g: {} for g in groups}
         for g, tp, path, data, version in nodes:
             try:
@@ -343,6 +355,7 @@ class ConsumerTreeReader:
         kind: str,
         groups: Mapping[str, Iterable[str] | None],
         partitions: Mapping[str, int] | None,
+        known: Known | None = None,
     ) -> list[tuple[str, TopicPartition, str, bytes, int]]:
         """(group, partition, path, data, version) of every ``<kind>/<t>/<p>`` node."""
         base = {g: f"{zkpaths.CONSUMERS}/{g}/{kind}" for g in groups}
@@ -384,7 +397,9 @@ class ConsumerTreeReader:
                     self.report(NodeProblem(path, "a partition that does not exist"))
                     continue
                 wanted[path] = (g, tp)
-        got = self.pipelined("get", list(wanted))
+        given = {p: k for p in wanted if known is not None and (k := known(p)) is not None}
+        got = self.pipelined("get", [p for p in wanted if p not in given])
+        got.update({p: (data, _Version(version)) for p, (data, version) in given.items()})
         return [
             (*wanted[path], path, data or b"", stat.version) for path, (data, stat) in got.items()
         ]
