@@ -146,6 +146,7 @@ class GroupMirrorFlow:
         self.reader = ConsumerTreeReader(
             zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data
         )
+        self.tree.read_fresh = self.watched_data.nodes
         if coexistence is not None:
             coexistence.reader = self.reader  # mixed groups read through the same watches
         self.storm = StormSpouts(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import zkpaths
 from bridge.decide.plan import Desired, Node, plan_writes
@@ -42,6 +43,9 @@ class OwnedTree:
         self.scopes = scopes
         self.report = report
         self.known: dict[str, Node] = {}
+        #: how the nodes others write too (``refresh``) are read before a write: the flow
+        #: reads them through its watches (only the ones changed since are read again)
+        self.read_fresh: Callable[[list[str]], dict[str, Node]] = partial(read_nodes, zk)
         #: whether this term read the ledger in full yet; then the pages still to verify
         self.loaded = False
         self.verifying: list[list[str]] = []
@@ -92,7 +96,7 @@ class OwnedTree:
         read again first) and apply it fenced; a rejected batch is retried group by group.
         The number of operations written."""
         unknown = [p for p in desired if p not in self.known or p in refresh]
-        fresh = read_nodes(self.zk, unknown)
+        fresh = self.read_fresh(unknown)
         current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
         plan = plan_writes(desired, current, owned, self.writer.session_id)
         for c in plan.conflicts:

@@ -29,6 +29,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
+from bridge.decide.plan import Node
+
 #: requests in flight at once, as the reader's window
 WINDOW = 512
 
@@ -160,6 +162,15 @@ class WatchedData(_Watched):
         """``(data, stat)`` of each present path; ``denied`` is told of a path this
         identity may not read."""
         return self._read(paths, denied)
+
+    def nodes(self, paths: Sequence[str]) -> dict[str, Node]:
+        """:meth:`get` as the planner's nodes. The count of children is as last read: a
+        child added since fires no data watch, so a delete planned on it is refused by
+        ZooKeeper (not empty) and the group is read again, as any rejected batch."""
+        return {
+            p: Node(data or b"", st.version, st.ephemeralOwner, st.numChildren)
+            for p, (data, st) in self.get(paths).items()
+        }
 
     def _send(self, path: str):
         return self.zk.get_async(path, watch=self._fired)
