@@ -68,18 +68,18 @@ class GroupDecision:
 
 
 def next_gen_refusal(view: GroupView | None, legacy_ids: list[str]) -> str | None:
-    """Why the bridge stands aside from a group, if old consumers are registered in a
-    next-generation (``consumer``-type) group with members: coexistence with such groups is
-    designed (docs/coexistence.md), not built. An empty consumer-type group is not refused:
+    """Why a bridge without coexistence (``[coexistence] enabled = false``) stands aside
+    from a group, if old consumers are registered in a next-generation (``consumer``-type)
+    group with members: without proxies they cannot share it (docs/coexistence.md). An
+    empty consumer-type group is not refused:
     a classic member (a proxy) joining it makes it a classic group again
     (GroupMetadataManager.classicGroupJoin)."""
     if not legacy_ids or view is None or view.group_type != CONSUMER or not view.members:
         return None
     return (
         "old ZooKeeper consumers are registered in a next-generation (consumer-type) group "
-        "with live members; coexistence with such groups is not built yet "
-        "(docs/coexistence.md): the bridge joins no proxy for them and writes nothing "
-        "under its ids and owners"
+        "with live members and coexistence is off in this bridge (docs/coexistence.md): it "
+        "joins no proxy for them and writes nothing under its ids and owners"
     )
 
 

@@ -92,7 +92,10 @@ KAFKA_VERSIONS = {"3.9": "kafka", "4": "kafka4"}
 #: second (default 5 s) and one that dies is fenced after 6 s (default 45 s, which is also
 #: the default minimum), as the stack's classic groups are configured by their clients.
 #: These settings touch only ``consumer``-type groups, so no other test changes speed.
+#: ``range`` first: the server assignor that agrees with old consumers in a mixed group
+#: (docs/coexistence.md, what operators set); a group whose members name none uses it.
 NEXT_GEN_GROUPS = {
+    "group.consumer.assignors": "range,uniform",
     "group.consumer.min.heartbeat.interval.ms": 500,
     "group.consumer.heartbeat.interval.ms": 1000,
     "group.consumer.min.session.timeout.ms": 6000,

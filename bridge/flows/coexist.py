@@ -29,11 +29,13 @@ from bridge.decide.handover import (
     step_held_sync,
 )
 from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
+from bridge.decide.next_gen_handover import NextGenDecision
 from bridge.decide.plan import Node
 from bridge.decide.simple_commits import ProxyIdentity
+from bridge.flows.coexist_next_gen import commit_departed, decide_next_gen
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
-from bridge.kafka.views import GroupView
+from bridge.kafka.views import CONSUMER, GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
@@ -68,6 +70,9 @@ class Coexistence:
         #: per group, its ZooKeeper consumers by dialect (read_state) and why it is refused
         self.members: dict[str, dict[str, Member]] = {}
         self.refused: dict[str, str] = {}
+        #: mixed next-generation (``consumer``-type) groups as the last pass saw them, with
+        #: their ZooKeeper state and Kafka offsets (a departing proxy commits from them)
+        self.next_gen: dict[str, tuple[ZkGroupState, dict[TopicPartition, int]]] = {}
         self._lock = threading.Lock()
         #: the groups flow's reader (its watches: only changed nodes are read again)
         self.reader: ConsumerTreeReader | None = None
@@ -98,6 +103,8 @@ class Coexistence:
             if g == group and (
                 thread not in threads or proxy.topics != tuple(sorted(threads[thread]))
             ):
+                if g in self.next_gen:
+                    commit_departed(proxy, *self.next_gen[g])
                 proxy.stop(leave=True)
                 del self.proxies[(g, thread)]
                 log.info("proxy left", extra={"group": g, "thread_id": thread})
@@ -211,7 +218,7 @@ class Coexistence:
         partitions: dict[str, int],
         current: dict[str, Node],
         now_ms: int,
-    ) -> MixedDecision | None:
+    ) -> MixedDecision | NextGenDecision | None:
         """The group's desired nodes and forward offsets, or None to keep it as it is
         (rebalancing, unknown)."""
         kafka_offsets = dict(view.offsets) if view else {}
@@ -223,6 +230,10 @@ class Coexistence:
             if pending is not None and pending.decided is None:
                 pending.decided = proxies_only(pending.members, state.old_threads, partitions)
             return None  # reported by the flow; nothing is mirrored into a refused group
+        if view is not None and view.group_type == CONSUMER and view.members and not view.error:
+            self.next_gen[group] = (state, kafka_offsets)
+            return decide_next_gen(self, group, view, state, partitions, current, now_ms)
+        self.next_gen.pop(group, None)
         if pending is not None and pending.decided is None:
             step = step_held_sync(
                 group, pending, state, kafka_offsets, partitions, time.monotonic(), self.max_hold_s

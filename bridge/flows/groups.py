@@ -271,7 +271,8 @@ class GroupMirrorFlow:
         view = pic.views.get(g)
         legacy = legacy_members(g, tree.registered.get(g, []), tree.owned)
         legacy, refusal = self._dialects(g, legacy, view)
-        refusal = refusal or next_gen_refusal(view, legacy)
+        # without proxies old consumers cannot share a next-generation group
+        refusal = refusal or (next_gen_refusal(view, legacy) if self.coexist is None else None)
         if refusal:
             decided.aside[g] = refusal
             decided.desired.update(stand_aside(g, self.known, tree.owned))

@@ -10,6 +10,11 @@ When a proxy is the group leader it does not run an assignor: it hands the joine
 generation to a *leader gate* coroutine (the coexistence flow), which may hold the
 SyncGroup until ZooKeeper shows the hand-over is safe. The wait is ``await``-ed on the
 shared loop, so every other proxy keeps heartbeating meanwhile.
+
+In a next-generation (``consumer``) group the broker assigns and there is no leader: a proxy
+acknowledges a revocation by rejoining without the partition in its subscription's
+``owned_partitions`` (docs/coexistence.md). What it reports is ``owned``, set by the
+coexistence flow from ZooKeeper; a partition stays reported until the hand-over is safe.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import time
 from collections.abc import Awaitable, Callable
 
 import kafka.errors as Errors
-from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
 from kafka.net.selector import NetworkSelector
-from kafka.protocol.consumer import JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
+from kafka.protocol.consumer import (
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
 from kafka.protocol.consumer.metadata import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -114,13 +123,37 @@ class ProxyMember(BaseCoordinator):
         self.assignment: dict[str, tuple[int, ...]] = {}
         self.last_error: str | None = None
         self._task = None
+        #: what the proxy reports as owned when it joins (next-generation groups): the
+        #: coexistence flow sets it; the broker keeps a reported partition with the proxy
+        self.owned: frozenset[TopicPartition] = frozenset()
 
     # ---- what BaseCoordinator asks of a subclass --------------------------------------
     def protocol_type(self) -> str:
         return "consumer"
 
     def group_protocols(self):
-        return [("range", RangePartitionAssignor.metadata(self.topics))]
+        """``range`` with the thread's topics, in a v1 subscription carrying
+        ``owned_partitions``: a ``consumer`` group's broker takes an empty v0 list as
+        "revoked everything" (GroupMetadataManager.classicGroupJoinToConsumerGroup)."""
+        per_topic: dict[str, list[int]] = {}
+        for tp in sorted(self.owned):
+            per_topic.setdefault(tp.topic, []).append(tp.partition)
+        owned = [
+            ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
+            for t, ps in per_topic.items()
+        ]
+        subscription = ConsumerProtocolSubscription(
+            version=1, topics=list(self.topics), user_data=b"", owned_partitions=owned
+        )
+        return [("range", subscription)]
+
+    def set_owned(self, owned: frozenset[TopicPartition]) -> None:
+        """Report ``owned`` from the next join on; rejoin at once when it lets a partition
+        go, so the broker hands it over without waiting for the next heartbeat."""
+        released = bool(self.owned - owned)
+        self.owned = owned
+        if released and not self.closed:
+            self.request_rejoin()
 
     def _perform_assignment(self, leader_id, protocol, members):  # pragma: no cover
         raise AssertionError("proxies assign through the leader gate")
@@ -214,6 +247,48 @@ class ProxyMember(BaseCoordinator):
         generation is one immutable tuple, replaced whole."""
         generation = self._generation
         return generation.member_id or "", generation.generation_id
+
+    # ---- committing as the member (next-generation groups) ----------------------------------
+    def commit(self, offsets: dict[TopicPartition, int]) -> str | None:
+        """Commit ``offsets`` as this member, at its member epoch (a ``consumer`` group
+        takes commits from its members only: ConsumerGroup.validateOffsetCommit checks the
+        member id and, for a classic member, generation == member epoch). Returns the first
+        error, or None."""
+        return self.pool.net.run(self._commit, offsets)
+
+    async def _commit(self, offsets: dict[TopicPartition, int]) -> str | None:
+        generation = self._generation
+        if self.coordinator_unknown() or not generation.has_member_id():
+            return "not joined"
+        topic_cls = OffsetCommitRequest.OffsetCommitRequestTopic
+        part_cls = topic_cls.OffsetCommitRequestPartition
+        per_topic: dict[str, list] = {}
+        for tp, offset in sorted(offsets.items()):
+            per_topic.setdefault(tp.topic, []).append(
+                part_cls(
+                    partition_index=tp.partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=-1,
+                    committed_metadata="",
+                )
+            )
+        request = OffsetCommitRequest(
+            max_version=8,
+            group_id=self.group_id,
+            generation_id_or_member_epoch=generation.generation_id,
+            member_id=generation.member_id,
+            group_instance_id=self.group_instance_id,
+            topics=[topic_cls(name=t, partitions=ps) for t, ps in per_topic.items()],
+        )
+        try:
+            response = await self._manager.send(request, node_id=self.coordinator_id)
+        except Errors.KafkaError as exc:
+            return f"{type(exc).__name__}: {exc}"
+        for topic, partitions in response.topics:
+            for partition, code in partitions:
+                if code:
+                    return f"{topic}-{partition}: {Errors.for_code(code).__name__}"
+        return None
 
     # ---- life cycle ------------------------------------------------------------------------
     def start(self) -> None:

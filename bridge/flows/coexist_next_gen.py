@@ -1,0 +1,131 @@
+"""Mixed next-generation groups: the I/O around ``decide.next_gen_handover``.
+
+A ``consumer``-type group with old consumers registered: the proxies (already joined by
+``Coexistence.ensure_proxies``) are told what to report as owned, the old threads' final
+offsets are committed in Kafka *as their proxies* (a ``consumer`` group refuses commits from
+outside, transactional or not: ConsumerGroup.validateOffsetCommit wants a member id and its
+epoch), and a broker target that disagrees with the legacy range is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from bridge.decide.handover import ZkGroupState
+from bridge.decide.next_gen_handover import NextGenDecision, broker_group, decide_next_gen_group
+from bridge.decide.plan import Node
+from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember
+from bridge.kafka.views import GroupView
+from bridge.metrics import METRICS
+from zkpaths import TopicPartition
+
+if TYPE_CHECKING:
+    from bridge.flows.coexist import Coexistence
+
+log = logging.getLogger(__name__)
+
+
+def group_proxies(coexist: Coexistence, group: str) -> dict[str, ProxyMember]:
+    """thread id -> this bridge's running proxy in ``group``."""
+    return {t: p for (g, t), p in coexist.proxies.items() if g == group}
+
+
+def decide_next_gen(
+    coexist: Coexistence,
+    group: str,
+    view: GroupView,
+    state: ZkGroupState,
+    partitions: dict[str, int],
+    current: dict[str, Node],
+    now_ms: int,
+) -> NextGenDecision:
+    """One pass over a mixed ``consumer`` group (see the module docstring)."""
+    with coexist._lock:
+        pending = coexist.pending.get(group)
+    if pending is not None and pending.decided is None:
+        pending.decided = {}  # a leader gate from before the upgrade: the broker assigns now
+    proxy_threads = {
+        m.member_id: m.group_instance_id
+        for m in view.members
+        if m.client_id == PROXY_CLIENT_ID and m.group_instance_id
+    }
+    comparable = (
+        view.assignment_epoch == view.group_epoch
+        and set(proxy_threads.values()) == set(state.old_threads)
+        and all(not m.topic_regex for m in view.members)
+    )
+    bg = broker_group(group, view.members, proxy_threads, comparable)
+    decision = decide_next_gen_group(
+        group, bg, view.members, state, dict(view.offsets), partitions, current, now_ms
+    )
+    proxies = group_proxies(coexist, group)
+    for thread, offsets in decision.to_kafka.items():
+        commit_as(coexist, group, proxies.get(thread), offsets)
+    for thread, owned in decision.owned.items():
+        if thread in proxies:
+            proxies[thread].set_owned(owned)
+    for problem in decision.problems:
+        coexist.report(group, problem, "partial")
+    report_mismatches(coexist, group, view, decision)
+    return decision
+
+
+def commit_as(
+    coexist: Coexistence,
+    group: str,
+    proxy: ProxyMember | None,
+    offsets: dict[TopicPartition, int],
+) -> None:
+    """The old thread's final ZooKeeper offsets into Kafka as its proxy; the proxy lets the
+    partition go only once Kafka shows them (the next pass reads them back)."""
+    if proxy is None:
+        return
+    error = proxy.commit(offsets)
+    if error:
+        log.warning(
+            "commit as proxy %s in %s failed (retried next tick): %s", proxy.thread_id, group, error
+        )
+    else:
+        log.info(
+            "old thread's final offsets committed as its proxy",
+            extra={"group": group, "thread_id": proxy.thread_id, "partitions": len(offsets)},
+        )
+
+
+def report_mismatches(
+    coexist: Coexistence, group: str, view: GroupView, decision: NextGenDecision
+) -> None:
+    """``zkbridge_assignment_mismatches{group}`` and one warning naming a partition."""
+    METRICS.assignment_mismatches.labels(group=group).set(len(decision.mismatches))
+    if not decision.mismatches:
+        return
+    tp, (given, expected) = next(iter(decision.mismatches.items()))
+    coexist.report(
+        group,
+        f"the broker's target assignment differs from the old consumers' range over /ids "
+        f"for {len(decision.mismatches)} partition(s), e.g. {tp.topic}-{tp.partition} to "
+        f"{given or 'nobody'} where range gives it to {expected or 'nobody'} (server "
+        f"assignor {view.protocol!r}); those partitions are withheld from the hand-over. "
+        "Set group.consumer.assignors=range,uniform on the brokers and "
+        "group.remote.assignor=range on the next-generation consumers "
+        "(docs/coexistence.md)",
+        "assignment_mismatch",
+    )
+
+
+def commit_departed(
+    proxy: ProxyMember, state: ZkGroupState | None, kafka: dict[TopicPartition, int]
+) -> None:
+    """Before a departed thread's proxy leaves a ``consumer`` group: its thread's last
+    ZooKeeper offsets, where ahead of Kafka, committed as the proxy (once it left, nobody
+    outside the group may commit)."""
+    if state is None:
+        return
+    mine = {TopicPartition(t, p) for t, ps in proxy.assignment.items() for p in ps}
+    mine |= proxy.owned
+    ahead = {tp: o for tp, o in state.offsets.items() if tp in mine and o > kafka.get(tp, -1)}
+    if ahead:
+        error = proxy.commit(ahead)
+        if error:
+            log.warning("final commit of departed %s failed: %s", proxy.thread_id, error)
