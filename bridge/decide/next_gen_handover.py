@@ -124,6 +124,8 @@ class NextGenDecision:
     #: fences released by this decision, and offsets to move forward in ZooKeeper (I2)
     released: list[TopicPartition] = field(default_factory=list)
     offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    #: old threads whose proxies should rejoin now (``proxies_to_rejoin``)
+    rejoin: set[str] = field(default_factory=set)
     #: partition -> (broker's target owner, legacy range's owner), proxies' partitions only
     mismatches: dict[TopicPartition, tuple[str | None, str | None]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -150,6 +152,23 @@ def proxies_owned(
             if zk_offset > kafka_offsets.get(tp, -1):
                 to_kafka.setdefault(thread, {})[tp] = zk_offset
     return {t: frozenset(ps) for t, ps in owned.items()}, to_kafka
+
+
+def proxies_to_rejoin(bg: BrokerGroup, owned: Mapping[str, frozenset[TopicPartition]]) -> set[str]:
+    """Proxies whose next rejoin moves the group on: one with a revocation it may now
+    acknowledge, one whose target has a partition nobody holds (the broker would tell them
+    at their next heartbeat; a rejoin now saves up to a heartbeat interval per step of a
+    hand-over, and shortens the moment a partition is free between two proxies). A proxy
+    still holding what it must revoke is not asked: it would rejoin in a loop."""
+    out = set()
+    for tp, member in bg.current.items():
+        thread = bg.proxies.get(member)
+        if thread is not None and bg.target.get(tp) != member and tp not in owned[thread]:
+            out.add(member)
+    for tp, member in bg.target.items():
+        if member in bg.proxies and tp not in bg.current:
+            out.add(member)
+    return out
 
 
 def fences(
@@ -231,6 +250,7 @@ def decide_next_gen_group(
         )
         d[path] = Desired(registration_data(tuple(m.topics or ()), current.get(path), now_ms))
     out.owned, out.to_kafka = proxies_owned(bg, zk, kafka_offsets)
+    out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned)}
     wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets)
     for tp, thread in wanted.items():
         if tp.topic in partitions and thread:

@@ -57,7 +57,14 @@ def decide_next_gen(
     )
     bg = broker_group(group, view.members, proxy_threads, comparable)
     decision = decide_next_gen_group(
-        group, bg, view.members, state, dict(view.offsets), partitions, current, now_ms
+        group,
+        bg,
+        view.members,
+        state,
+        dict(view.offsets),
+        partitions,
+        current,
+        now_ms,
     )
     proxies = group_proxies(coexist, group)
     for thread, offsets in decision.to_kafka.items():
@@ -65,6 +72,8 @@ def decide_next_gen(
     for thread, owned in decision.owned.items():
         if thread in proxies:
             proxies[thread].set_owned(owned)
+    for thread in decision.rejoin & set(proxies):
+        proxies[thread].request_rejoin()
     for problem in decision.problems:
         coexist.report(group, problem, "partial")
     report_mismatches(coexist, group, view, decision)

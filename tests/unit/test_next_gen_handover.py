@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 
 import zkpaths
 from bridge.decide.handover import OwnerNode, ZkGroupState
-from bridge.decide.next_gen_handover import broker_group, decide_next_gen_group
+from bridge.decide.next_gen_handover import (
+    broker_group,
+    decide_next_gen_group,
+    proxies_to_rejoin,
+)
 from bridge.kafka.views import MemberView
 from zkpaths import TopicPartition
 
@@ -219,3 +223,18 @@ def test_the_negative_control_proxies_reporting_nothing_break_i1():
         assert "I1" in str(exc)
     else:
         raise AssertionError("the model did not catch a new member taking a held partition")
+
+
+def test_proxies_are_asked_to_rejoin_only_when_it_moves_the_group_on():
+    """A proxy that may acknowledge a revocation, or whose target has a free partition,
+    rejoins now; one still holding what it must revoke does not (it would loop)."""
+    a, b = PROXIES_BY_THREAD[THREADS[0]], PROXIES_BY_THREAD[THREADS[1]]
+    world = World(current={TPS[0]: a, TPS[1]: a}, target={TPS[0]: "m-1", TPS[1]: b})
+    world.owners = {TPS[0]: ("old", THREADS[0])}  # still fetched by its old thread
+    bg = broker_group(G, world.views(), PROXIES, comparable=True)
+    held = frozenset({TPS[0]})
+    assert proxies_to_rejoin(bg, {THREADS[0]: held, THREADS[1]: frozenset()}) == {a}  # TPS[1]
+    assert proxies_to_rejoin(bg, {THREADS[0]: frozenset(TPS[:2]), THREADS[1]: frozenset()}) == set()
+    world.current = {TPS[0]: a}  # TPS[1] is free now: its target, b, takes it at a rejoin
+    bg = broker_group(G, world.views(), PROXIES, comparable=True)
+    assert proxies_to_rejoin(bg, {THREADS[0]: held, THREADS[1]: frozenset()}) == {b}
