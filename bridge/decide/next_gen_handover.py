@@ -105,13 +105,22 @@ def may_release(
     owner = zk.owners.get(tp)
     thread = bg.new_members.get(to or "")
     if thread is None:
-        # to another proxy: once fenced, or once that proxy's own old thread claimed it (it
-        # won the race with the fence); the flow makes that proxy rejoin at once, which
-        # bounds the moment the partition is free in the broker (docs/coexistence.md)
-        heir = bg.proxies.get(to or "")
-        return fenced_for(owner, None) or (owner is not None and owner.thread == heir)
+        return fenced_for(owner, None)  # to another proxy or nobody: once fenced
     committed = zk.offsets.get(tp, -1) <= kafka_offsets.get(tp, -1)
     return fenced_for(owner, thread) and committed
+
+
+def heir_claimed(tp: TopicPartition, bg: BrokerGroup, zk: ZkGroupState) -> str | None:
+    """The proxy ``tp`` moves to, when that proxy's own old thread already claimed it in
+    ZooKeeper (it won the race with the bridge's fence): the holder may let it go to that
+    proxy only, so only while the broker's target is still that proxy; the proxy checks
+    that with a ConsumerGroupDescribe right before it rejoins (docs/coexistence.md)."""
+    to = bg.target.get(tp)
+    owner = zk.owners.get(tp)
+    heir = bg.proxies.get(to or "")
+    if heir is not None and owner is not None and not owner.ours and owner.thread == heir:
+        return to
+    return None
 
 
 @dataclass
@@ -119,6 +128,9 @@ class NextGenDecision:
     desired: dict[str, Desired] = field(default_factory=dict)
     #: old thread -> partitions its proxy reports as owned when it rejoins
     owned: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
+    #: old thread -> partitions its proxy lets go only if the target is still the given
+    #: proxy (member id) when it rejoins (``heir_claimed``); they are in ``owned`` too
+    conditional: dict[str, dict[TopicPartition, str]] = field(default_factory=dict)
     #: old thread -> final ZooKeeper offsets to commit in Kafka as its proxy, before release
     to_kafka: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
     #: fences released by this decision, and offsets to move forward in ZooKeeper (I2)
@@ -132,12 +144,15 @@ class NextGenDecision:
 
 
 def proxies_owned(
-    bg: BrokerGroup, zk: ZkGroupState, kafka_offsets: Mapping[TopicPartition, int]
-) -> tuple[dict[str, frozenset[TopicPartition]], dict[str, dict[TopicPartition, int]]]:
-    """What each proxy reports as owned, and the offsets to commit as it before it may
-    release a partition moving to a new member."""
+    out: NextGenDecision,
+    bg: BrokerGroup,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+) -> None:
+    """What each proxy reports as owned (``out.owned``, ``out.conditional``), and the
+    offsets to commit as it before it may release a partition to a new member."""
     owned: dict[str, set[TopicPartition]] = {t: set() for t in bg.proxies.values()}
-    to_kafka: dict[str, dict[TopicPartition, int]] = {}
+    to_kafka = out.to_kafka
     for tp, owner in zk.owners.items():
         if not owner.ours and owner.thread in owned:
             owned[owner.thread].add(tp)
@@ -146,15 +161,22 @@ def proxies_owned(
         if thread is None or may_release(tp, member, bg, zk, kafka_offsets):
             continue
         owned[thread].add(tp)
+        heir = heir_claimed(tp, bg, zk)
+        if heir is not None:
+            out.conditional.setdefault(thread, {})[tp] = heir
         new_thread = bg.new_members.get(bg.target.get(tp) or "")
         if new_thread is not None and fenced_for(zk.owners.get(tp), new_thread):
             zk_offset = zk.offsets.get(tp, -1)
             if zk_offset > kafka_offsets.get(tp, -1):
                 to_kafka.setdefault(thread, {})[tp] = zk_offset
-    return {t: frozenset(ps) for t, ps in owned.items()}, to_kafka
+    out.owned = {t: frozenset(ps) for t, ps in owned.items()}
 
 
-def proxies_to_rejoin(bg: BrokerGroup, owned: Mapping[str, frozenset[TopicPartition]]) -> set[str]:
+def proxies_to_rejoin(
+    bg: BrokerGroup,
+    owned: Mapping[str, frozenset[TopicPartition]],
+    conditional: Mapping[str, Mapping[TopicPartition, str]] | None = None,
+) -> set[str]:
     """Proxies whose next rejoin moves the group on: one with a revocation it may now
     acknowledge, one whose target has a partition nobody holds (the broker would tell them
     at their next heartbeat; a rejoin now saves up to a heartbeat interval per step of a
@@ -163,7 +185,9 @@ def proxies_to_rejoin(bg: BrokerGroup, owned: Mapping[str, frozenset[TopicPartit
     out = set()
     for tp, member in bg.current.items():
         thread = bg.proxies.get(member)
-        if thread is not None and bg.target.get(tp) != member and tp not in owned[thread]:
+        if thread is None or bg.target.get(tp) == member:
+            continue
+        if tp not in owned[thread] or tp in (conditional or {}).get(thread, {}):
             out.add(member)
     for tp, member in bg.target.items():
         if member in bg.proxies and tp not in bg.current:
@@ -249,8 +273,8 @@ def decide_next_gen_group(
             group, mirrored_consumer_id(group, m.member_id, m.group_instance_id)
         )
         d[path] = Desired(registration_data(tuple(m.topics or ()), current.get(path), now_ms))
-    out.owned, out.to_kafka = proxies_owned(bg, zk, kafka_offsets)
-    out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned)}
+    proxies_owned(out, bg, zk, kafka_offsets)
+    out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned, out.conditional)}
     wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets)
     for tp, thread in wanted.items():
         if tp.topic in partitions and thread:

@@ -233,7 +233,10 @@ class Coexistence:
         if view is not None and view.group_type == CONSUMER and view.members and not view.error:
             self.next_gen[group] = (state, kafka_offsets)
             return decide_next_gen(self, group, view, state, partitions, current, now_ms)
-        self.next_gen.pop(group, None)
+        if self.next_gen.pop(group, None) is not None:  # classic again: nothing to report
+            for (g, _), proxy in self.proxies.items():
+                if g == group:
+                    proxy.set_owned(frozenset(), {})
         if pending is not None and pending.decided is None:
             step = step_held_sync(
                 group, pending, state, kafka_offsets, partitions, time.monotonic(), self.max_hold_s

@@ -71,7 +71,7 @@ def decide_next_gen(
         commit_as(coexist, group, proxies.get(thread), offsets)
     for thread, owned in decision.owned.items():
         if thread in proxies:
-            proxies[thread].set_owned(owned)
+            proxies[thread].set_owned(owned, decision.conditional.get(thread, {}))
     for thread in decision.rejoin & set(proxies):
         proxies[thread].request_rejoin()
     for problem in decision.problems:

@@ -39,6 +39,7 @@ from kafka.protocol.consumer.metadata import (
 )
 from kafka.structs import MemberState
 
+from bridge.kafka.messages import ConsumerGroupDescribeRequest
 from bridge.kafka.views import KafkaMember
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
@@ -126,6 +127,9 @@ class ProxyMember(BaseCoordinator):
         #: what the proxy reports as owned when it joins (next-generation groups): the
         #: coexistence flow sets it; the broker keeps a reported partition with the proxy
         self.owned: frozenset[TopicPartition] = frozenset()
+        #: partitions to let go only while the target still gives them to this member id
+        self.conditional: dict[TopicPartition, str] = {}
+        self._join_owned: frozenset[TopicPartition] = frozenset()
 
     # ---- what BaseCoordinator asks of a subclass --------------------------------------
     def protocol_type(self) -> str:
@@ -136,7 +140,7 @@ class ProxyMember(BaseCoordinator):
         ``owned_partitions``: a ``consumer`` group's broker takes an empty v0 list as
         "revoked everything" (GroupMetadataManager.classicGroupJoinToConsumerGroup)."""
         per_topic: dict[str, list[int]] = {}
-        for tp in sorted(self.owned):
+        for tp in sorted(self._join_owned):
             per_topic.setdefault(tp.topic, []).append(tp.partition)
         owned = [
             ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
@@ -147,13 +151,40 @@ class ProxyMember(BaseCoordinator):
         )
         return [("range", subscription)]
 
-    def set_owned(self, owned: frozenset[TopicPartition]) -> None:
-        """Report ``owned`` from the next join on; rejoin at once when it lets a partition
-        go, so the broker hands it over without waiting for the next heartbeat."""
+    def set_owned(
+        self, owned: frozenset[TopicPartition], conditional: dict[TopicPartition, str]
+    ) -> None:
+        """Report ``owned`` from the next join on, less the ``conditional`` partitions
+        whose target is still the given member then; rejoin at once when it lets a
+        partition go, so the broker hands it over without waiting for the next heartbeat."""
         released = bool(self.owned - owned)
-        self.owned = owned
+        self.owned, self.conditional = owned, dict(conditional)
         if released and not self.closed:
             self.request_rejoin()
+
+    async def _owned_at_join(self) -> frozenset[TopicPartition]:
+        """``owned`` less the conditional partitions the broker's target still gives to
+        their heir, by a ConsumerGroupDescribe right before the join: a decision from the
+        last pass must not let a partition go to a member the target has moved it from."""
+        if not self.conditional:
+            return self.owned
+        try:
+            request = ConsumerGroupDescribeRequest(
+                group_ids=[self.group_id], include_authorized_operations=False
+            )
+            response = await self._manager.send(request, node_id=self.coordinator_id)
+            target = {
+                TopicPartition(tp.topic_name, p): m.member_id
+                for g in response.groups
+                for m in g.members
+                for tp in (m.target_assignment.topic_partitions or ())
+                for p in tp.partitions
+            }
+        except Exception as exc:  # noqa: BLE001 - unsure: keep them all, retried next join
+            log.warning("proxy %s: describe before join failed: %s", self.thread_id, exc)
+            return self.owned
+        go = {tp for tp, heir in self.conditional.items() if target.get(tp) == heir}
+        return self.owned - go
 
     def _perform_assignment(self, leader_id, protocol, members):  # pragma: no cover
         raise AssertionError("proxies assign through the leader gate")
@@ -181,6 +212,7 @@ class ProxyMember(BaseCoordinator):
             raise Errors.CoordinatorNotAvailableError(self.coordinator_id)
         with self._lock:
             self.state = MemberState.REBALANCING
+        self._join_owned = await self._owned_at_join()
         join = JoinGroupRequest(
             group_id=self.group_id,
             session_timeout_ms=self.config["session_timeout_ms"],

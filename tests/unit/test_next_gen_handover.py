@@ -44,6 +44,8 @@ class World:
     zk_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     kafka_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     owned: dict[str, frozenset] = field(default_factory=dict)  # what proxies report
+    #: partitions a proxy lets go only to the given proxy (it checks the target at rejoin)
+    conditional: dict[str, dict] = field(default_factory=dict)
     consumed: dict[TopicPartition, int] = field(default_factory=dict)  # high-water mark
 
     def views(self) -> tuple[MemberView, ...]:
@@ -88,10 +90,18 @@ class World:
             else:
                 self.owners.pop(tp, None)
         self.owned = {PROXIES_BY_THREAD[t]: ps for t, ps in d.owned.items()}
+        self.conditional = {PROXIES_BY_THREAD[t]: c for t, c in d.conditional.items()}
 
     # ---- the broker ------------------------------------------------------------------
     def proxy_rejoins(self, proxy: str) -> None:
+        """The proxy describes the group, then joins with what it still owns: a conditional
+        partition is let go only if the broker's target is still its heir."""
         owned = self.owned.get(proxy, frozenset())
+        owned = owned - {
+            tp
+            for tp, heir in self.conditional.get(proxy, {}).items()
+            if self.target.get(tp) == heir
+        }
         for tp, m in list(self.current.items()):
             if m == proxy and self.target.get(tp) != proxy and tp not in owned:
                 del self.current[tp]
