@@ -167,7 +167,8 @@ def _migrate_blockers(f: GroupFacts) -> list[str]:
     if _next_gen_members(f) and f.zk_consumers:
         out.append(
             f"{f.zk_consumers} old consumer(s) and {f.kafka_members} next-generation member(s) "
-            "in one group: the bridge stands aside from it"
+            "in one group: the audit's gates do not cover a mixed next-generation group "
+            "yet (docs/audit.md)"
         )
     return out + ends
 
@@ -196,8 +197,9 @@ def _finalize_blockers(f: GroupFacts) -> list[str]:
 
 
 def _next_gen_members(f: GroupFacts) -> int:
-    """Members of a next-generation group: old consumers cannot share it yet (the bridge
-    stands aside, docs/coexistence.md), so they must be gone before old consumers return."""
+    """Members of a next-generation group: the audit's gates predate coexistence with such
+    groups (docs/coexistence.md) and stay conservative: they must be gone before old
+    consumers return."""
     return f.kafka_members if f.kafka_group_type == CONSUMER else 0
 
 
@@ -206,7 +208,8 @@ def _roll_back_blockers(f: GroupFacts) -> list[str]:
     if _next_gen_members(f):
         out.append(
             f"{f.kafka_members} member(s) in the next-generation (consumer-type) Kafka group: "
-            "old consumers cannot share it, stop them first"
+            "the audit does not vouch for rolling back a mixed next-generation group yet, "
+            "stop them first"
         )
     if f.zk_writable is False:
         out.append(f"ZooKeeper offsets not writable: {f.zk_not_writable or 'ACL'}")

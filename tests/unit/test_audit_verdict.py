@@ -171,5 +171,5 @@ def test_old_consumers_and_next_generation_members_in_one_group_cannot_migrate()
     assert alone.verdict == READY_TO_MIGRATE
     v = decide(facts(*parts, zk_consumers=1, kafka_members=1, kafka_group_type="consumer"))
     assert not v.can_migrate
-    assert any("the bridge stands aside" in b for b in v.blockers[READY_TO_MIGRATE])
+    assert any("mixed next-generation group" in b for b in v.blockers[READY_TO_MIGRATE])
     assert decide(facts(*parts, zk_consumers=1, kafka_members=1)).can_migrate  # classic
