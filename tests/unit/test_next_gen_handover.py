@@ -22,6 +22,7 @@ from bridge.decide.handover import OwnerNode, ZkGroupState
 from bridge.decide.next_gen_handover import (
     broker_group,
     decide_next_gen_group,
+    mismatches,
     proxies_to_rejoin,
 )
 from bridge.kafka.views import MemberView
@@ -248,3 +249,17 @@ def test_proxies_are_asked_to_rejoin_only_when_it_moves_the_group_on():
     world.current = {TPS[0]: a}  # TPS[1] is free now: its target, b, takes it at a rejoin
     bg = broker_group(G, world.views(), PROXIES, comparable=True)
     assert proxies_to_rejoin(bg, {THREADS[0]: held, THREADS[1]: frozenset()}) == {b}
+
+
+def test_a_target_other_than_the_legacy_range_is_reported_per_partition():
+    """The agreement check: the broker's target for the proxies against the range the old
+    consumers compute over /ids (proxies by thread id, then new members by member id)."""
+    a, b = PROXIES_BY_THREAD[THREADS[0]], PROXIES_BY_THREAD[THREADS[1]]
+    ranged = {TPS[0]: a, TPS[1]: b, TPS[2]: "m-1", TPS[3]: "m-2"}  # range: one each, in order
+    world = World(current=dict(ranged), target=dict(ranged))
+    assert mismatches(broker_group(G, world.views(), PROXIES, comparable=True), {T: 4}) == {}
+    world.target = {TPS[0]: "m-1", TPS[1]: b, TPS[2]: a, TPS[3]: "m-2"}  # e.g. uniform, sticky
+    bg = broker_group(G, world.views(), PROXIES, comparable=True)
+    assert mismatches(bg, {T: 4}) == {TPS[0]: ("m-1", a), TPS[2]: (a, "m-1")}
+    # a target computed before the group's latest change is not judged (comparable=False)
+    assert mismatches(broker_group(G, world.views(), PROXIES, comparable=False), {T: 4}) == {}
