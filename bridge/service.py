@@ -328,13 +328,18 @@ class Bridge:
             )
         if s.groups.enabled:
             group_filter = GroupFilter(s.groups.include, s.groups.exclude)
+            # one transactional producer per writer: with shares every bridge is one (the
+            # same id on two bridges would fence each other's producer at every commit)
+            txn_id = f"kafka-zk-bridge:{self.root}"
+            if self._fence is not None:
+                txn_id += f":{self.identity}"
             coexistence = None
             if s.coexistence.enabled:
                 coexistence = Coexistence(
                     self.zk,
                     self.admin,
                     s.kafka.client_options(),
-                    transactional_id=f"kafka-zk-bridge:{self.root}",
+                    transactional_id=txn_id,
                     max_hold_s=s.coexistence.max_hold_s,
                     session_timeout_ms=s.coexistence.proxy_session_timeout_ms,
                 )
@@ -342,9 +347,7 @@ class Bridge:
             committer = (
                 coexistence.committer
                 if coexistence is not None
-                else OffsetCommitter(
-                    self.admin, s.kafka.client_options(), f"kafka-zk-bridge:{self.root}"
-                )
+                else OffsetCommitter(self.admin, s.kafka.client_options(), txn_id)
             )
             flows.append(
                 (

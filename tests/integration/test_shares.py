@@ -122,6 +122,11 @@ def _commit_all(admin, groups: dict[int, str], topic: str, offset: int) -> None:
         )
 
 
+def _kafka_offset(admin, group: str, tp: KafkaTP) -> int | None:
+    got = admin.list_group_offsets({group: None}).get(group, {})
+    return getattr(got.get(tp), "offset", None)
+
+
 def _mirrored(zk: KazooClient, groups: dict[int, str], topic: str, offset: int) -> list[str]:
     """The groups whose offset node does not say ``offset`` yet."""
     paths = {g: zkpaths.offset_path(g, topic, 0) for g in groups.values()}
@@ -176,6 +181,21 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     three = wait_for(lambda: _dealt(ports, shares), 60, 0.2, "3 bridges")
     _commit_all(admin, groups, topic, 2)
     wait_for(lambda: not _mirrored(zk, groups, topic, 2), 60, 0.2, "mirrored by 3 bridges")
+    # groups only in ZooKeeper (old consumers stopped), one in a share of each bridge: each
+    # bridge copies its offsets into Kafka with a transactional producer of its own (one id
+    # for all would fence one bridge's producer at every other's commit)
+    only_zk = _group_per_share(shares, f"{topic}-zk")
+    stopped = {name: only_zk[min(held)] for name, held in three.items()}
+    for g in stopped.values():
+        zk.create(zkpaths.offset_path(g, topic, 0), b"7", makepath=True)
+    tp = KafkaTP(topic, 0)
+    for name, g in stopped.items():
+        wait_for(
+            lambda g=g: _kafka_offset(admin, g, tp) == 7,
+            60,
+            0.2,
+            f"{g}'s offset copied into Kafka by {name}",
+        )
 
     victim = next(n for n, h in three.items() if 0 not in h)  # the registry stays put
     os.kill(bridges[victim].proc.pid, signal.SIGKILL)
