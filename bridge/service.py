@@ -394,6 +394,7 @@ class Bridge:
         if self._fence is None or flow.name != "registry":
             return True
         here = REGISTRY_SHARE in self._fence.held()
+        METRICS.leader.set(1 if here else 0)  # one per root, as with the election
         if here and not self._registry_here:
             assert self.zk is not None
             repair_acls(self.zk, self.zk.acl_policy, self._registry_writer)
