@@ -284,12 +284,12 @@ def report(r: ZkResult, rate: float, seconds: float) -> tuple[float, bool]:
     print(f"    unseen in Kafka (must be 0)                {r.unseen}")
     if lat and p99 > TARGET_P99_S:
         print(
-            "    where the time goes: up to the TxnOffsetCommit, the wait for the next tick\n"
-            "      (groups.poll_interval_s 0.1 s after the last one ended) and the tick's reads:\n"
-            "      each mixed group's ids, owners and offsets read one group at a time (the\n"
-            "      coexistence), then every group's offset nodes again, pipelined;\n"
-            "      after it, the transaction's EndTxn and the wait for OffsetFetch to show it,\n"
-            "      which also holds the next tick back (cProfile in docs/benchmarks.md)"
+            "    where the time goes: up to the TxnOffsetCommit, the tick in progress when the\n"
+            "      write's data watch fired (it wakes the next one at once) and that tick's\n"
+            "      work for every group in scope (Kafka reads, decisions, the fenced writes;\n"
+            "      only the nodes whose watch fired are read again); after it, the\n"
+            "      transaction's EndTxn and the wait for OffsetFetch to show it, on the\n"
+            "      copies' own thread (py-spy in docs/benchmarks.md)"
         )
     if not r.warm:
         print("  ! the bridge did not copy the registered groups' first offsets into Kafka")
