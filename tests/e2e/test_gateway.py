@@ -298,14 +298,18 @@ def consumed_to(consumer, ends: dict[int, int]) -> bool:
     return all((p, end - 1) in seen for p, end in ends.items() if end)
 
 
-def repeated(*consumers) -> dict[int, list[int]]:
-    """Per partition, the offsets consumed more than once over ``consumers`` together (the
-    old consumer's final commit lost at a hand-over shows here as the new owner re-reading)."""
-    seen: dict[int, list[int]] = {}
-    for c in consumers:
-        for m in c.messages:
-            seen.setdefault(m.partition, []).append(m.offset)
-    return {p: sorted({o for o in offs if offs.count(o) > 1}) for p, offs in seen.items()}
+def handed_over(old, new) -> dict[int, tuple[int, int]]:
+    """Per partition the new member was given: (the offset the old consumer would have read
+    next there when the new member started, the first offset the new member read). Equal when
+    the old owner's final commit reached the new owner; the new member re-reads when it did
+    not (the first offset lower)."""
+    first_ms = new.messages[0].wall_ms
+    out = {}
+    for p in sorted({m.partition for m in new.messages}):
+        before = [m.offset for m in old.messages if m.partition == p and m.wall_ms < first_ms]
+        first = min(m.offset for m in new.messages if m.partition == p)
+        out[p] = (max(before, default=-1) + 1, first)
+    return out
 
 
 def proxy_joined(admin, group: str) -> bool:
@@ -362,11 +366,11 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
     """offsets.storage=kafka + dual.commit in a group where the bridge's proxy is a member:
     Kafka refuses the consumer's generation -1 commits, so the gateway commits them as the
     proxy of the old thread owning each partition; they land in Kafka and (dual commit) in
-    ZooKeeper, the partition handed to the new member and back is consumed once (the final
-    commit made mid-rebalance is kept in ZooKeeper, whence the hand-over gate carries it into
-    Kafka), and a restarted consumer resumes where it committed. Negative control first:
-    with ``gateway.rewrite_simple_commits = false`` nothing of the old consumer's is stored
-    and the new member re-reads the partition it was handed from the start."""
+    ZooKeeper, the new member starts the partition it is handed exactly where the old
+    consumer stopped (its final commit, made mid-rebalance, is kept in ZooKeeper, whence the
+    hand-over gate carries it into Kafka), and a restarted consumer resumes where it
+    committed. Negative control first: with ``gateway.rewrite_simple_commits = false``
+    nothing of the old consumer's is stored and the new member re-reads its partition."""
     topic = f"gw-mixed-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     off = {"ZK_BRIDGE__GATEWAY__REWRITE_SIMPLE_COMMITS": "false"}
@@ -379,7 +383,8 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
     assert only_old and all(ends[p] for p in only_old)
     stored = {**kafka_offsets(admin, group), **zk_offsets(zk, group, [topic])}
     assert not {p for (_, p) in stored} & only_old, stored
-    assert any(repeated(old, new).values())
+    moved = handed_over(old, new)
+    assert moved and all(first < next_ for next_, first in moved.values()), moved  # re-read
     bridge.stop()
 
     bridge = start_bridge_for(start_bridge, zk, admin, {})
@@ -391,7 +396,8 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
         wait_for(lambda: zk_offsets(zk, group, [topic]) == want, 30, what="dual commits")
     finally:
         old.stop()
-    assert not any(repeated(old, new).values()), repeated(old, new)
+    moved = handed_over(old, new)
+    assert moved and all(first == next_ for next_, first in moved.values()), moved
     # restarted, it resumes where it committed: only what was written since
     again = LegacyConsumerProcess(
         stack.zk_connect + chroot, group, [topic], extra=KAFKA_STORAGE, log=tmp_path / "again.log"
