@@ -165,6 +165,8 @@ class GroupMirrorFlow:
             if committer is not None
             else None
         )
+        if self.copies is not None and self.shares is not None:
+            self.copies.holds = self.shares.holds_group
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)

@@ -52,6 +52,9 @@ class CopiesToKafka:
         self._busy = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        #: with shares: whether this bridge still holds a group's share; a copy of a group
+        #: whose share moved since its tick is dropped (the new holder copies it)
+        self.holds: Callable[[str], bool] = lambda group: True
         #: transactions sent, for tests and metrics
         self.transactions = 0
 
@@ -109,7 +112,8 @@ class CopiesToKafka:
 
     def _commit(self, copies: Copies) -> None:
         """One transaction for every group; one per group when Kafka refuses it."""
-        if self.check_ahead:
+        copies = {g: o for g, o in copies.items() if self.holds(g)}
+        if self.check_ahead and copies:
             copies = self._still_ahead(copies)
         if not copies:
             return
