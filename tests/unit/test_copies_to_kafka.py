@@ -1,0 +1,85 @@
+"""CopiesToKafka: the groups flow's copies into Kafka, committed off the tick's thread.
+
+A fake committer stands in for Kafka (the integration tests in test_zk_mode_commits.py
+commit for real): what matters here is which transactions the thread sends.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from kafka.errors import KafkaError
+
+from bridge.flows.to_kafka import CopiesToKafka
+from zkpaths import TopicPartition
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+class FakeCommitter:
+    """Records each transaction; the first one waits for ``release`` (a commit in flight)."""
+
+    visible_within_s = 1.0
+
+    def __init__(self, refuse: set[str] = frozenset()) -> None:
+        self.transactions: list[dict] = []
+        self.refuse = refuse
+        self.release = threading.Event()
+
+    def commit_groups(self, per_group, direction):
+        self.release.wait(10)
+        self.transactions.append({g: dict(o) for g, o in per_group.items()})
+        if self.refuse & set(per_group):
+            raise KafkaError("refused")
+        return []
+
+    def commit(self, group, offsets, direction):
+        self.commit_groups({group: offsets}, direction)
+
+
+def copies(committer: FakeCommitter, reported: list) -> CopiesToKafka:
+    return CopiesToKafka(
+        None,
+        committer,
+        lambda *a: reported.append(a),
+        check_ahead=False,  # type: ignore[arg-type]
+    )
+
+
+def test_everything_handed_over_during_a_commit_goes_in_the_next_transaction() -> None:
+    fake, reported = FakeCommitter(), []
+    c = copies(fake, reported)
+    c.submit({"a": {T0: 1}})  # in flight until released
+    c.submit({"a": {T0: 2, T1: 5}})
+    c.submit({"b": {T0: 7}})
+    c.submit({"a": {T0: 3}})  # a later copy of a partition replaces the one not sent
+    fake.release.set()
+    assert c.wait_idle(10)
+    assert fake.transactions[-1] == {"a": {T0: 3, T1: 5}, "b": {T0: 7}}
+    assert len(fake.transactions) <= 2 and not reported
+    c.close()
+
+
+def test_a_refused_transaction_is_retried_group_by_group() -> None:
+    fake, reported = FakeCommitter(refuse={"bad"}), []
+    fake.release.set()
+    c = copies(fake, reported)
+    c.submit({"bad": {T0: 1}, "good": {T0: 2}})
+    assert c.wait_idle(10)
+    assert {"good": {T0: 2}} in fake.transactions[1:]  # the good group went in alone
+    assert [r[0] for r in reported] == ["bad"]
+    c.close()
+
+
+def test_a_group_whose_share_moved_is_not_copied_and_nothing_after_close() -> None:
+    fake, reported = FakeCommitter(), []
+    fake.release.set()
+    c = copies(fake, reported)
+    c.holds = lambda g: g != "moved"
+    c.submit({"moved": {T0: 1}, "kept": {T0: 2}})
+    assert c.wait_idle(10)
+    assert fake.transactions == [{"kept": {T0: 2}}]
+    c.close()
+    c.submit({"kept": {T0: 3}})
+    assert c.wait_idle(1)
+    assert fake.transactions == [{"kept": {T0: 2}}]
