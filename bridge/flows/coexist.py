@@ -251,16 +251,7 @@ class Coexistence:
         elif self._departed_proxies(group, view):
             return None  # Kafka still lists a proxy the bridge stopped: wait for its leave
         elif view is not None and view.state == "Stable" and not view.error:
-            members = tuple(
-                KafkaMember(m.member_id, m.group_instance_id, m.topics or ()) for m in view.members
-            )
-            assignment = {
-                TopicPartition(t, p): m.member_id
-                for m in view.members
-                for t, ps in (m.assignment or {}).items()
-                for p in ps
-            }
-            gen = JoinedGeneration(-1, members, assignment)
+            gen = _stable_generation(view)
             if group in self.retry and retry_withheld(group, gen, state, kafka_offsets):
                 self._rejoin_leader(group)
             self._check_leadership(group, view, state)
@@ -387,3 +378,18 @@ class Coexistence:
     def _commit_to_kafka(self, group: str, offsets: dict[TopicPartition, int]) -> None:
         """The old owners' final offsets, into the live group before the leader syncs."""
         self.committer.commit(group, offsets, "zk_to_kafka_handover")
+
+
+def _stable_generation(view: GroupView) -> JoinedGeneration:
+    """A Stable classic group's members and assignment as Kafka describes them (the
+    generation id is not needed to judge it)."""
+    members = tuple(
+        KafkaMember(m.member_id, m.group_instance_id, m.topics or ()) for m in view.members
+    )
+    assignment = {
+        TopicPartition(t, p): m.member_id
+        for m in view.members
+        for t, ps in (m.assignment or {}).items()
+        for p in ps
+    }
+    return JoinedGeneration(-1, members, assignment)

@@ -231,26 +231,7 @@ class ProxyMember(BaseCoordinator):
         )
         self._process_join_group_response(response, sent)
         self.is_leader = response.leader == response.member_id
-        assignments = []
-        if self.is_leader:
-            members = tuple(
-                KafkaMember(
-                    m.member_id,
-                    m.group_instance_id or None,
-                    tuple(ConsumerProtocolSubscription.decode(m.metadata).topics),
-                )
-                for m in response.members
-            )
-            target: dict[TopicPartition, str] = await self.leader_gate(
-                self, response.generation_id, members
-            )
-            per_member: dict[str, dict[str, list[int]]] = {m.member_id: {} for m in members}
-            for tp, member in sorted(target.items()):
-                per_member.setdefault(member, {}).setdefault(tp.topic, []).append(tp.partition)
-            assignments = [
-                (mid, ConsumerProtocolAssignment(0, sorted(parts.items()), b"").encode())
-                for mid, parts in per_member.items()
-            ]
+        assignments = await self._leader_assignments(response) if self.is_leader else []
         sync = SyncGroupRequest(
             group_id=self.group_id,
             generation_id=self._generation.generation_id,
@@ -271,6 +252,28 @@ class ProxyMember(BaseCoordinator):
             request_timeout_ms=self.config["max_poll_interval_ms"] + 5000,
         )
         return self._process_sync_group_response(sync_response, sent)
+
+    async def _leader_assignments(self, response) -> list[tuple[str, bytes]]:
+        """The leader's SyncGroup assignments: whatever the hand-over gate lets each member
+        own (it may hold the answer until the old consumers let go)."""
+        members = tuple(
+            KafkaMember(
+                m.member_id,
+                m.group_instance_id or None,
+                tuple(ConsumerProtocolSubscription.decode(m.metadata).topics),
+            )
+            for m in response.members
+        )
+        target: dict[TopicPartition, str] = await self.leader_gate(
+            self, response.generation_id, members
+        )
+        per_member: dict[str, dict[str, list[int]]] = {m.member_id: {} for m in members}
+        for tp, member in sorted(target.items()):
+            per_member.setdefault(member, {}).setdefault(tp.topic, []).append(tp.partition)
+        return [
+            (mid, ConsumerProtocolAssignment(0, sorted(parts.items()), b"").encode())
+            for mid, parts in per_member.items()
+        ]
 
     def identity(self) -> tuple[str, int]:
         """(member id, generation) of the last JoinGroup: what an offset commit made on
