@@ -64,15 +64,20 @@ def plan_simple_commit(
     partitions: Iterable[TopicPartition],
     owners: Mapping[TopicPartition, str],
     proxies: Mapping[str, ProxyIdentity],
+    behind_stored: Mapping[TopicPartition, int] | None = None,
 ) -> CommitPlan:
     """Each of ``partitions`` committed as the proxy of its ZooKeeper owner (``owners``:
-    partition -> thread id in its owner node), or refused with the reason."""
+    partition -> thread id in its owner node), or refused with the reason. ``behind_stored``
+    (see :func:`behind`): partitions whose commit is older than what a store holds."""
     as_proxy: dict[str, list[TopicPartition]] = {}
     refused: dict[TopicPartition, str] = {}
     between: set[TopicPartition] = set()
+    behind_stored = behind_stored or {}
     for tp in sorted(set(partitions)):
         thread = owners.get(tp)
-        if thread is None:
+        if tp in behind_stored:
+            refused[tp] = "behind the offset already stored: a retry of an older commit"
+        elif thread is None:
             refused[tp] = "no old thread owns it in ZooKeeper"
         elif thread not in proxies:
             refused[tp] = f"its owner {thread!r} is not an old thread with a proxy"
@@ -82,6 +87,22 @@ def plan_simple_commit(
         else:
             as_proxy.setdefault(thread, []).append(tp)
     return CommitPlan({t: tuple(tps) for t, tps in as_proxy.items()}, refused, frozenset(between))
+
+
+def behind(offsets: Mapping[TopicPartition, int], *stores: Mapping[TopicPartition, int]) -> dict:
+    """The commits older than what Kafka or ZooKeeper already hold (partition -> the stored
+    offset). The Scala consumers' auto-commit retries a failed commit up to
+    ``offsets.commit.max.retries`` times, one ``offsets.channel.backoff.ms`` apart, with the
+    offsets it took at the first attempt; by then the thread has consumed on, and storing
+    such a retry (as the proxy, then in ZooKeeper by its dual commit) would move the group
+    back and have it re-read. The thread itself never commits below what it resumed from
+    (the larger of both stores), so an older commit is always such a retry."""
+    out = {}
+    for tp, offset in offsets.items():
+        stored = max((s.get(tp, -1) for s in stores), default=-1)
+        if offset < stored:
+            out[tp] = stored
+    return out
 
 
 def ahead(offsets: Mapping[TopicPartition, int], stored: Mapping[TopicPartition, int]) -> dict:

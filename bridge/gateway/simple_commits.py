@@ -22,12 +22,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from kafka.protocol.consumer import OffsetCommitRequest
+from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
 
 import zkpaths
 from bridge.decide.simple_commits import (
     ProxyIdentity,
     ahead,
+    behind,
     is_simple_commit,
     plan_simple_commit,
 )
@@ -75,8 +76,10 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
         for t in request.topics
         for p in t.partitions
     }
-    owners = await _owners(core, group, sorted({tp.topic for tp in offsets}))
-    plan = plan_simple_commit(offsets, owners, proxies)
+    owners, in_zookeeper = await _owners(core, group, offsets)
+    in_kafka = await _in_kafka(core, group, offsets)
+    plain = {tp: o for tp, (o, _) in offsets.items()}
+    plan = plan_simple_commit(offsets, owners, proxies, behind(plain, in_zookeeper, in_kafka))
     codes: Codes = {}
     for tp, why in plan.refused.items():
         _log_refusal(group, tp, why)
@@ -121,14 +124,49 @@ def redirect_from_standby(core: Core, request, codes: dict) -> None:
         )
 
 
-async def _owners(core: Core, group: str, topics: list[str]) -> dict[TopicPartition, str]:
-    """The thread id in each owner node of ``topics`` (bad nodes logged and left out)."""
+async def _owners(
+    core: Core, group: str, offsets: Offsets
+) -> tuple[dict[TopicPartition, str], dict[TopicPartition, int]]:
+    """The thread id in each owner node of the commit's topics, and the offset nodes of its
+    partitions (bad nodes reported once and left out)."""
     zk = core.zookeeper
+    topics = sorted({tp.topic for tp in offsets})
 
-    def read() -> dict[TopicPartition, str]:
-        return ConsumerTreeReader(zk, report=_report).owners({group: topics})[group]
+    def read() -> tuple[dict[TopicPartition, str], dict[TopicPartition, int]]:
+        reader = ConsumerTreeReader(zk, report=_report)
+        owners = reader.owners({group: topics})[group]
+        nodes = reader.offsets_at(GroupPartition(group, tp.topic, tp.partition) for tp in offsets)
+        stored = {TopicPartition(k.topic, k.partition): n.offset for k, n in nodes.items()}
+        return owners, stored
 
     return await asyncio.get_running_loop().run_in_executor(None, read)
+
+
+async def _in_kafka(core: Core, group: str, offsets: Offsets) -> dict[TopicPartition, int]:
+    """The group's committed offsets of the commit's partitions (none if unreadable now: the
+    commit is then judged on ZooKeeper's alone)."""
+    topics: dict[str, list[int]] = {}
+    for tp in sorted(offsets):
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    Topic = OffsetFetchRequest.OffsetFetchRequestTopic
+
+    def build():
+        return OffsetFetchRequest[1](
+            group_id=group,
+            topics=[Topic(name=t, partition_indexes=ps) for t, ps in topics.items()],
+        )
+
+    from bridge.gateway.groups import to_group_coordinator  # groups imports this module
+
+    _, response = await to_group_coordinator(core, group, build)
+    if response is None:
+        return {}
+    return {
+        TopicPartition(t.name, p.partition_index): p.committed_offset
+        for t in response.topics
+        for p in t.partitions
+        if p.error_code == errors.NONE
+    }
 
 
 #: bad owner or offset nodes already reported (each is read again at every commit)

@@ -312,6 +312,16 @@ def handed_over(old, new) -> dict[int, tuple[int, int]]:
     return out
 
 
+def read_twice(*consumers) -> list:
+    """(partition, offset) consumed more than once over ``consumers`` together, with who
+    (True: the first consumer) and when (wall ms), first few."""
+    seen: dict[tuple[int, int], list[tuple[bool, int]]] = {}
+    for c in consumers:
+        for m in c.messages:
+            seen.setdefault((m.partition, m.offset), []).append((c is consumers[0], m.wall_ms))
+    return sorted((k, v) for k, v in seen.items() if len(v) > 1)[:5]
+
+
 def proxy_joined(admin, group: str) -> bool:
     """The bridge's proxy is a member of the Kafka group (4.x: an unknown group is an error)."""
     try:
@@ -398,6 +408,8 @@ def test_kafka_storage_commits_in_a_mixed_group_are_made_as_the_proxies(
         old.stop()
     moved = handed_over(old, new)
     assert moved and all(first == next_ for next_, first in moved.values()), moved
+    # nor a stale auto-commit retry storing older offsets (the old consumer re-reading)
+    assert not read_twice(old, new), read_twice(old, new)
     # restarted, it resumes where it committed: only what was written since
     again = LegacyConsumerProcess(
         stack.zk_connect + chroot, group, [topic], extra=KAFKA_STORAGE, log=tmp_path / "again.log"

@@ -11,6 +11,7 @@ from bridge.decide.simple_commits import (
     CommitPlan,
     ProxyIdentity,
     ahead,
+    behind,
     is_simple_commit,
     plan_simple_commit,
 )
@@ -97,14 +98,35 @@ class FakeCore:
 class Answers:
     """The coordinator: per OffsetCommit, the generation asked and the error codes given."""
 
-    def __init__(self, codes_by_generation: dict[int, int]) -> None:
+    def __init__(self, codes_by_generation: dict[int, int], stored: int = -1) -> None:
         self.codes = codes_by_generation
+        self.stored = stored  # every partition's committed offset in Kafka
         self.asked: list[tuple[str, int, str]] = []
 
     async def __call__(self, core, group, build):
-        from kafka.protocol.consumer import OffsetCommitResponse
+        from kafka.protocol.consumer import OffsetCommitResponse, OffsetFetchResponse
 
         request = build()
+        if request.API_KEY == 9:  # OffsetFetch
+            cls = OffsetFetchResponse[1]
+            Topic = cls.OffsetFetchResponseTopic
+            return 0, cls(
+                topics=[
+                    Topic(
+                        name=t.name,
+                        partitions=[
+                            Topic.OffsetFetchResponsePartition(
+                                partition_index=p,
+                                committed_offset=self.stored,
+                                metadata="",
+                                error_code=0,
+                            )
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in request.topics
+                ]
+            )
         self.asked.append(
             (request.member_id, request.generation_id_or_member_epoch, request.group_instance_id)
         )
@@ -137,8 +159,8 @@ def commit(monkeypatch, core, answers, owners) -> tuple[dict, dict]:
 
     kept: dict = {}
 
-    async def read_owners(core, group, topics):
-        return owners
+    async def read_owners(core, group, offsets):
+        return owners, {}
 
     async def keep(core, group, offsets):
         kept.update(offsets)
@@ -238,3 +260,17 @@ def test_a_bad_owner_node_is_reported_once_not_at_every_commit(caplog):
     assert [r.getMessage() for r in caplog.records].count(
         "bad node left alone: unknown owner node name 'x'"
     ) == 1
+
+
+def test_an_older_commit_than_kafka_holds_is_a_stale_retry_and_not_sent(monkeypatch):
+    """The Scala auto-commit retries a failed commit with the offsets of its first attempt;
+    once Kafka holds more, storing it would move the group back (and its dual commit would
+    move ZooKeeper back)."""
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0", T[2]: "g_c1-0"}
+    core = FakeCore([{"g_c1-0": joined("g_c1-0", 3)}])
+    answers = Answers({}, stored=11)  # commits are 10, 11, 12
+    codes, kept = commit(monkeypatch, core, answers, owners)
+    assert codes == {("a", 0): 27, ("a", 1): 0, ("a", 2): 0}
+    assert kept == {}
+    plain = {T[0]: 10, T[1]: 11, T[2]: 12}
+    assert behind(plain, {T[0]: 9, T[2]: 13}, {T[1]: 11}) == {T[2]: 13}
