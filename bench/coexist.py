@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--changes", type=int, default=8)
     ap.add_argument("--zookeeper")
     ap.add_argument("--bootstrap-server")
+    ap.add_argument("--zookeeper4", help="a Kafka 4.x stack's (else a private one)")
+    ap.add_argument("--bootstrap-server4")
+    ap.add_argument("--no-next-gen", action="store_true", help="the 3.9 cases only")
     args = ap.parse_args(argv)
     stack = stack_unless_given(args)
     tag = uuid.uuid4().hex[:6]
@@ -222,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
             results[mode] = run_mode(
                 args, topic, tag, admin, mode.startswith("mixed"), procs, logdir
             )
+        admin.delete_topics([topic])
+        if stack is not None:  # one stack at a time: the 4.x one comes up next
+            stack.discard()
+            stack = None
+        if not args.no_next_gen:
+            from bench import coexist_next_gen
+
+            results.update(coexist_next_gen.run(args, procs, logdir))
         print(f"\nmembership change -> converged on both sides, {PARTITIONS} partitions")
         for mode, times in results.items():
             print(summary(mode, times))
@@ -230,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{'median mixed / median old alone':<34} "
             f"{sorted(mixed)[len(mixed) // 2] / sorted(base)[len(base) // 2]:.1f}x"
         )
+        if not args.no_next_gen:
+            print(coexist_next_gen.verdict(results, logdir))
         return 0
     finally:
         for p in procs:
@@ -238,7 +251,6 @@ def main(argv: list[str] | None = None) -> int:
                     p.kill()
             elif p.poll() is None:
                 p.kill()
-        admin.delete_topics([topic])
         admin.close()
         if stack is not None:
             stack.discard()
