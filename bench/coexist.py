@@ -194,7 +194,7 @@ def run_mode(args, topic: str, tag: str, admin, coexist: bool, procs: list, logd
     for i in range(args.changes):
         t0 = cycle[i % len(cycle)]()
         times.append(converge(g.zk, admin, g.group, topic, t0, coexist))
-        time.sleep(1)
+        time.sleep(0.3)
     for c in g.olds + g.news:
         c.stop()
     bridge.terminate()

@@ -19,7 +19,9 @@ Kafka gives it to (a proxy by its thread id, a next-generation member by its mir
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -41,6 +43,10 @@ from zkpaths.mirror_ids import parse_mirrored
 NEXT_GEN_PROPS = {"group.remote.assignor": "range"}
 OLD_ALONE = "old consumers alone, 4.x gateway"
 NEXT_GEN = "next-gen mixed via the gateway"
+#: the bridge's log lines that say where a next-generation change's time goes
+EVENTS = re.compile(r"proxy (started|joined|left)|final offsets|fence|releas|rejoin", re.I)
+#: each timed change of the next-generation case: (what, start, converged), wall clock
+WINDOWS: list[tuple[str, float, float]] = []
 
 
 def describe(admin: KafkaAdminClient, group: str) -> GroupView | None:
@@ -166,9 +172,10 @@ def run_case(a, topic, tag, admin, coexist: bool, changes: int, procs, logdir) -
         t0 = cycle[i % len(cycle)]()
         if coexist:
             times.append(g.wait(t0))
+            WINDOWS.append((cycle[i % len(cycle)].__name__, t0, t0 + times[-1]))
         else:
             times.append(converge(g.zk, admin, g.group, topic, t0, False))
-        time.sleep(1)
+        time.sleep(0.3)
     for c in g.olds + g.news:
         c.stop()
     bridge.terminate()
@@ -215,8 +222,26 @@ def verdict(results: dict[str, list[float]], logdir: Path) -> str:
     if not ok:
         hb = NEXT_GEN_GROUPS["group.consumer.heartbeat.interval.ms"]
         line += (
-            f"\n  where the time goes: the broker's group.consumer.heartbeat.interval.ms is "
-            f"{hb} ms (a revocation waits for its member's next heartbeat); the bridge's "
-            f"proxy rejoins, fences and releases are in {logdir}/bridge4-1.log"
+            f"\n  where the time goes (the broker's group.consumer.heartbeat.interval.ms "
+            f"{hb} ms; the bridge's log {logdir}/bridge4-1.log, seconds from each change):"
         )
+        line += "".join(trace(logdir / "bridge4-1.log"))
     return line
+
+
+def trace(log: Path) -> list[str]:
+    """Per timed change, the bridge's proxy and hand-over log lines inside its window."""
+    events = []
+    for raw in log.read_text(errors="replace").splitlines():
+        if EVENTS.search(raw) and len(raw) > 23:
+            try:
+                at = datetime.datetime.strptime(raw[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            except ValueError:
+                continue
+            what = raw[23:].split(":", 1)[-1].strip()
+            events.append((at, re.sub(r"thread_id=\S+?-(\w{8})-\d+", r"thread=..\1", what)))
+    out = []
+    for name, t0, t1 in WINDOWS:
+        out.append(f"\n    {name} converged at {t1 - t0:.2f} s:")
+        out += [f"\n      +{at - t0:5.2f} {e[:110]}" for at, e in events if t0 - 0.5 <= at <= t1]
+    return out
