@@ -1,6 +1,7 @@
 """How long a membership change in a mixed group takes to converge on both sides.
 
     python -m bench.coexist [--changes 8] [--zookeeper H:P --bootstrap-server H:P]
+        [--zookeeper4 H:P --bootstrap-server4 H:P | --no-next-gen]
 
 Baseline, in the same run: the old consumers' own rebalance, with no new members and the
 bridge's coexistence switched off (the bridge still keeps the registry they need). For each
@@ -8,6 +9,10 @@ change the clock starts when the change becomes visible — an old consumer's re
 node is created (its ZooKeeper ctime), or a new consumer process is started — and stops
 when ZooKeeper's owners match the legacy range over ``/ids`` for all partitions and, with
 coexistence, Kafka's group is Stable with the same owner for every partition.
+
+Then, on Kafka 4.x through the legacy gateway (bench.coexist_next_gen, issue 15): old
+consumers alone again, and a next-generation mixed group (Java 4.x ``group.protocol=consumer``
+members), judged MET/MISSED against "next-gen mixed p50 <= old alone on 4.x p50 + 1 s".
 """
 
 from __future__ import annotations
