@@ -18,6 +18,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, LockTimeout, SessionExpiredError
 
+import zkpaths
 from bridge.config import KafkaSettings, Settings
 from bridge.connect import connect_kafka, connect_zookeeper
 from bridge.decide.groups import OnGroupDeleted
@@ -279,6 +280,14 @@ class Bridge:
         assert self.zk is not None
         s = self.settings
         self._session_lost.clear()
+        try:  # the parents every holder writes under, made once, before any flow plans:
+            # bridges starting together raced to create them, and each loser's whole first
+            # page of groups went the slow way (rejected, then retried group by group)
+            for parent in (zkpaths.CONSUMERS, f"{self.root}/owned{zkpaths.CONSUMERS}"):
+                self.zk.ensure_path(parent)
+        except (ConnectionLoss, SessionExpiredError):
+            self.stop_event.wait(1.0)
+            return
         self._fence = fence = ShareFence(self.zk, self.root, self.identity, 0)
         options = s.kafka.client_options()
         servers = options.pop("bootstrap_servers")
@@ -303,6 +312,7 @@ class Bridge:
                 log.error("deposed from a share: %s; joining the bridges' group again", exc)
         except (ConnectionLoss, SessionExpiredError) as exc:
             log.warning("ZooKeeper %s while holding shares; joining again", type(exc).__name__)
+            self.stop_event.wait(1.0)  # ZooKeeper may be away for a while: no join storm
         finally:
             self._end_term()
 

@@ -384,3 +384,15 @@ def test_storm_spouts_from_the_environment_and_their_errors():
         load(None, {"storm": {"spouts": [spout, {**spout, "spout_id": "s2"}]}})
     with pytest.raises(ConfigError, match="storm.spouts are reconciled by the groups flow"):
         load(None, {"storm": {"spouts": [spout]}, "groups": {"enabled": False}})
+
+
+def test_shares_refuse_what_is_not_shared_yet(tmp_path):
+    """scale.mode = shares runs with neither mixed groups nor storm spouts, each refusal
+    naming the keys to change; the default (single) needs nothing."""
+    path = tmp_path / "b.toml"
+    path.write_text('[scale]\nmode = "shares"\n')
+    with pytest.raises(ConfigError, match="coexistence.enabled = false"):
+        load(path, environ={})
+    path.write_text('[scale]\nmode = "shares"\n[coexistence]\nenabled = false\n')
+    assert load(path, environ={}).scale.mode == "shares"
+    assert load(None, environ={}).scale.mode == "single"
