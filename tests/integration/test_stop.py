@@ -31,8 +31,15 @@ def own_stack():
 
 
 def running_leader(stack, tmp_path, zk_kazoo) -> BridgeProcess:
+    """A bridge that leads. Its own epoch line, not only ``/brokers/ids/1``: after a
+    ZooKeeper restart the killed predecessor's ephemeral is still there until its session
+    expires, and a SIGTERM sent then reached a bridge without its handler yet (exit -15)."""
     bridge = BridgeProcess(stack.zk_connect, stack.bootstrap_servers, tmp_path / "bridge.log")
-    wait_for(lambda: zk_kazoo.exists("/brokers/ids/1"), 60, what="the bridge leading")
+    wait_for(
+        lambda: "claimed bridge epoch" in bridge.text() and zk_kazoo.exists("/brokers/ids/1"),
+        60,
+        what="the bridge leading",
+    )
     return bridge
 
 
