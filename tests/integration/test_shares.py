@@ -137,16 +137,21 @@ def _claimed_at(zk: KazooClient, shares: set[int]) -> float:
 
 
 def _within_session(moved: float) -> None:
-    """The bound: a dead bridge's shares are held again within the session timeout + 2 s.
-    Asserted unless the machine is oversubscribed several times over (load average above
-    3 per core): at load 55 on 2 cores the survivors noticed the rebalance 11 s after the
-    broker expired the dead member - the CPU's bound, not the bridge's (measured on a quieter
-    machine: 6.6-7.2 s with a 6 s session)."""
+    """The bound: a dead bridge's shares are held again within the session timeout + 2 s
+    (measured 6.5-7.2 s with a 6 s session at load 17-27, printed MET/MISSED every run).
+    Held to it on a quiet machine (load average up to 1.5 per core); on a busier one the
+    survivors' own rebalance waits for CPU (at load 55 on 2 cores they noticed it 11 s after
+    the broker expired the dead member), so there the test holds them to a takeover by the
+    rebalance at all: well before the slow paths (the reconcile, a 60 s retry) would do it."""
     load = os.getloadavg()[0]
-    if load <= 3 * (os.cpu_count() or 1):
-        assert moved <= SESSION_MS / 1000 + 2, f"{moved:.1f} s at load {load:.0f}"
-    else:
-        print(f"load average {load:.0f}: {moved:.1f} s printed, not held to the bound")
+    target = SESSION_MS / 1000 + 2
+    print(
+        f"shares held again {moved:.1f} s after the fault at load {load:.0f}: "
+        f"{'MET' if moved <= target else 'MISSED'} (<= {target:.0f} s)"
+    )
+    quiet = load <= 1.5 * (os.cpu_count() or 1)
+    bound = target if quiet else SESSION_MS / 1000 + 30
+    assert moved <= bound, f"{moved:.1f} s at load {load:.0f} (bound {bound:.0f} s)"
 
 
 def _mirrored(zk: KazooClient, groups: dict[int, str], topic: str, offset: int) -> list[str]:
