@@ -139,37 +139,44 @@ class GroupMirrorFlow:
         #: called when a watch says someone else changed the tree: the service runs the
         #: tick at once instead of at the next poll (an old consumer's commit, a join)
         self.wake: Callable[[], None] | None = None
+        self.follower = follower
+        self._wire_readers(storm_spouts)
+        #: groups naming a topic not (yet) in the picture's topics: decided every tick
+        self._topic_unknown: set[str] = set()
+        self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
+
+    def _wire_readers(self, storm_spouts: Sequence[StormSpout]) -> None:
+        """The flow's ZooKeeper readers, all behind the same watches, and the helpers that
+        share them: mixed groups, storm spouts, the copies into Kafka."""
         #: every list and node the flow reads, read again only when its watch fired: a
         #: tick reads the offset nodes committed since the last one, not every node
-        self.watched = WatchedChildren(zk, on_change=self._changed)
-        self.watched_data = WatchedData(zk, on_change=self._changed)
+        self.watched = WatchedChildren(self.zk, on_change=self._changed)
+        self.watched_data = WatchedData(self.zk, on_change=self._changed)
         self.reader = ConsumerTreeReader(
-            zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data
+            self.zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data
         )
         self.tree.read_fresh = self.watched_data.nodes
-        if coexistence is not None:
-            coexistence.reader = self.reader  # mixed groups read through the same watches
+        if self.coexist is not None:
+            self.coexist.reader = self.reader  # mixed groups read through the same watches
         self.storm = StormSpouts(
             storm_spouts,
             self.reader,
-            admin,
-            writer,
-            committer,
-            root,
+            self.admin,
+            self.writer,
+            self.committer,
+            self.root,
             self._report_once,
-            interval_s=full_interval_s,
+            interval_s=self.full_interval_s,
         )
-        self.follower = follower
         self.copies = (
-            CopiesToKafka(admin, committer, self._report_once, check_ahead=follower is not None)
-            if committer is not None
+            CopiesToKafka(
+                self.admin, self.committer, self._report_once, check_ahead=self.follower is not None
+            )
+            if self.committer is not None
             else None
         )
         if self.copies is not None and self.shares is not None:
             self.copies.holds = self.shares.holds_group
-        #: groups naming a topic not (yet) in the picture's topics: decided every tick
-        self._topic_unknown: set[str] = set()
-        self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
 
     def owned(self) -> set[str]:
         return self.tree.owned(self.shares.holds_group if self.shares is not None else None)
