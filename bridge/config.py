@@ -7,12 +7,11 @@ is allowed, so an operator can fix the file without reading code. Secret values 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,15 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from bridge.config_errors import describe, field_of
-
-ENV_PREFIX = "ZK_BRIDGE__"
+from bridge.config_sources import ConfigError, Origins, describe, env_overrides, merge
 
 _HOSTPORT = re.compile(r"^(?P<host>[A-Za-z0-9._\-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})$")
-
-
-class ConfigError(ValueError):
-    """The configuration is invalid; the message lists every bad key."""
 
 
 class _Section(BaseModel):
@@ -454,50 +447,6 @@ class Settings(_Section):
         return self
 
 
-Origins = dict[tuple[str, str], str]
-
-
-def _is_list(section: str, key: str) -> bool:
-    info = field_of(Settings, section, key)
-    return info is not None and get_origin(info.annotation) is list
-
-
-def _env_overrides(environ: dict[str, str], origins: Origins) -> dict[str, Any]:
-    """``ZK_BRIDGE__SECTION__KEY=value`` pairs; list keys take a JSON list (``["a", "b"]``)."""
-    out: dict[str, Any] = {}
-    for name, value in sorted(environ.items()):
-        if not name.startswith(ENV_PREFIX):
-            continue
-        parts = name[len(ENV_PREFIX) :].lower().split("__")
-        if len(parts) != 2 or not all(parts):
-            raise ConfigError(
-                f"environment variable {name}: expected {ENV_PREFIX}SECTION__KEY, "
-                f"e.g. {ENV_PREFIX}ZOOKEEPER__CONNECT; sections: {', '.join(Settings.model_fields)}"
-            )
-        parsed: Any = value
-        if _is_list(parts[0], parts[1]):
-            try:
-                parsed = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(
-                    f"environment variable {name}: {parts[0]}.{parts[1]} is a list, expected "
-                    f'JSON like ["a", "b"] ({exc})'
-                ) from None
-        out.setdefault(parts[0], {})[parts[1]] = parsed
-        origins[(parts[0], parts[1])] = f"environment variable {name}"
-    return out
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any], origins: Origins, origin: str) -> None:
-    for section, values in extra.items():
-        if isinstance(values, dict) and isinstance(base.get(section), dict):
-            base[section] = {**base[section], **values}
-        else:
-            base[section] = values
-        if isinstance(values, dict) and origin:
-            origins.update({(section, key): origin for key in values})
-
-
 def load(
     path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
@@ -519,10 +468,9 @@ def load(
             raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
         source = str(p)
     origins: Origins = {}
-    _merge(
-        data, _env_overrides(dict(os.environ if environ is None else environ), origins), origins, ""
-    )
-    _merge(data, overrides or {}, origins, overrides_origin)
+    env = env_overrides(Settings, dict(os.environ if environ is None else environ), origins)
+    merge(data, env, origins, "")
+    merge(data, overrides or {}, origins, overrides_origin)
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:

@@ -1,12 +1,20 @@
-"""How a configuration error is told to an operator: the key, the bad value (secrets
-masked), what is allowed and where the value came from (file, environment or flag)."""
+"""Where configuration values come from (file, ``ZK_BRIDGE__SECTION__KEY`` environment
+variables, flags) and how an error is told to an operator: the key, the bad value (secrets
+masked), what is allowed and where the value came from."""
 
 from __future__ import annotations
 
 import difflib
-from typing import Any
+import json
+from typing import Any, get_origin
 
 from pydantic import BaseModel, SecretStr, ValidationError
+
+ENV_PREFIX = "ZK_BRIDGE__"
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message lists every bad key."""
 
 
 def field_of(model: type[BaseModel], section: str, key: str) -> Any:
@@ -15,6 +23,52 @@ def field_of(model: type[BaseModel], section: str, key: str) -> Any:
     if info is None or info.annotation is None:
         return None
     return info.annotation.model_fields.get(key)
+
+
+Origins = dict[tuple[str, str], str]
+
+
+def _is_list(model: type[BaseModel], section: str, key: str) -> bool:
+    info = field_of(model, section, key)
+    return info is not None and get_origin(info.annotation) is list
+
+
+def env_overrides(
+    model: type[BaseModel], environ: dict[str, str], origins: Origins
+) -> dict[str, Any]:
+    """``ZK_BRIDGE__SECTION__KEY=value`` pairs; list keys take a JSON list (``["a", "b"]``)."""
+    out: dict[str, Any] = {}
+    for name, value in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
+        if len(parts) != 2 or not all(parts):
+            raise ConfigError(
+                f"environment variable {name}: expected {ENV_PREFIX}SECTION__KEY, "
+                f"e.g. {ENV_PREFIX}ZOOKEEPER__CONNECT; sections: {', '.join(model.model_fields)}"
+            )
+        parsed: Any = value
+        if _is_list(model, parts[0], parts[1]):
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"environment variable {name}: {parts[0]}.{parts[1]} is a list, expected "
+                    f'JSON like ["a", "b"] ({exc})'
+                ) from None
+        out.setdefault(parts[0], {})[parts[1]] = parsed
+        origins[(parts[0], parts[1])] = f"environment variable {name}"
+    return out
+
+
+def merge(base: dict[str, Any], extra: dict[str, Any], origins: Origins, origin: str) -> None:
+    for section, values in extra.items():
+        if isinstance(values, dict) and isinstance(base.get(section), dict):
+            base[section] = {**base[section], **values}
+        else:
+            base[section] = values
+        if isinstance(values, dict) and origin:
+            origins.update({(section, key): origin for key in values})
 
 
 def _shown(key: str, value: Any) -> str:
@@ -44,9 +98,7 @@ def _bounds(model: type[BaseModel], section: str, field: str) -> str:
     return f"{low}{field}{high}" if low or high else ""
 
 
-def describe(
-    err: ValidationError, source: str, origins: dict[tuple[str, str], str], model: type[BaseModel]
-) -> str:
+def describe(err: ValidationError, source: str, origins: Origins, model: type[BaseModel]) -> str:
     """One line per error: the key, what is wrong, what is allowed, and where it came from."""
     lines = [f"invalid configuration ({source}):"]
     for e in err.errors():
