@@ -337,48 +337,50 @@ class Bridge:
                 )
             )
         if s.groups.enabled:
-            group_filter = GroupFilter(s.groups.include, s.groups.exclude)
-            # one transactional producer per writer: with shares every bridge is one (the
-            # same id on two bridges would fence each other's producer at every commit)
-            txn_id = f"kafka-zk-bridge:{self.root}"
-            if self._fence is not None:
-                txn_id += f":{self.identity}"
-            coexistence = None
-            if s.coexistence.enabled:
-                coexistence = Coexistence(
-                    self.zk,
-                    self.admin,
-                    s.kafka.client_options(),
-                    transactional_id=txn_id,
-                    max_hold_s=s.coexistence.max_hold_s,
-                    session_timeout_ms=s.coexistence.proxy_session_timeout_ms,
-                )
-                self._coexistence = coexistence
-            committer = (
-                coexistence.committer
-                if coexistence is not None
-                else OffsetCommitter(self.admin, s.kafka.client_options(), txn_id)
-            )
-            flows.append(
-                (
-                    GroupMirrorFlow(
-                        self.zk,
-                        self.admin,
-                        writer,
-                        group_filter,
-                        OnGroupDeleted(s.groups.on_group_deleted),
-                        coexistence,
-                        full_interval_s=s.groups.full_interval_s,
-                        committer=committer,
-                        root=self.root,
-                        storm_spouts=s.storm.spouts,
-                        follower=self._follower_of_offsets(),
-                        shares=self._fence,
-                    ),
-                    s.groups.poll_interval_s,
-                )
-            )
+            flows.append((self._groups_flow(writer), s.groups.poll_interval_s))
         return flows
+
+    def _groups_flow(self, writer: FencedWriter) -> GroupMirrorFlow:
+        """The groups flow with its helpers: coexistence (proxies) and the committer of the
+        offsets it copies into Kafka."""
+        assert self.zk is not None and self.admin is not None
+        s = self.settings
+        group_filter = GroupFilter(s.groups.include, s.groups.exclude)
+        # one transactional producer per writer: with shares every bridge is one (the
+        # same id on two bridges would fence each other's producer at every commit)
+        txn_id = f"kafka-zk-bridge:{self.root}"
+        if self._fence is not None:
+            txn_id += f":{self.identity}"
+        coexistence = None
+        if s.coexistence.enabled:
+            coexistence = Coexistence(
+                self.zk,
+                self.admin,
+                s.kafka.client_options(),
+                transactional_id=txn_id,
+                max_hold_s=s.coexistence.max_hold_s,
+                session_timeout_ms=s.coexistence.proxy_session_timeout_ms,
+            )
+            self._coexistence = coexistence
+        committer = (
+            coexistence.committer
+            if coexistence is not None
+            else OffsetCommitter(self.admin, s.kafka.client_options(), txn_id)
+        )
+        return GroupMirrorFlow(
+            self.zk,
+            self.admin,
+            writer,
+            group_filter,
+            OnGroupDeleted(s.groups.on_group_deleted),
+            coexistence,
+            full_interval_s=s.groups.full_interval_s,
+            committer=committer,
+            root=self.root,
+            storm_spouts=s.storm.spouts,
+            follower=self._follower_of_offsets(),
+            shares=self._fence,
+        )
 
     def _follower_of_offsets(self) -> OffsetsLogFollower | None:
         """The groups flow's follower of ``__consumer_offsets`` (closed when leading ends);
