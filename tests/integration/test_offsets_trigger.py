@@ -81,7 +81,7 @@ def _commit(consumer: KafkaConsumer, topic: str, offset: int) -> None:
     wait_for(committed, 30, 0.2, f"offset {offset} committed")
 
 
-def _commit_each(admin, groups: list[str], topic: str, offset: int) -> None:
+def commit_each(admin, groups: list[str], topic: str, offset: int) -> None:
     """``offset`` committed for each group, again while a broker may not know the topic just
     created yet (the answer is per partition)."""
     tp = KafkaTP(topic, 0)
@@ -157,7 +157,7 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
     create_topic(admin, topic, 1)
     prefix = topic_name("p")
     names = [f"{prefix}-{i:02d}" for i in range(10)]
-    _commit_each(admin, names, topic, 3)
+    commit_each(admin, names, topic, 3)
     follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
     writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
     flow = GroupMirrorFlow(
@@ -214,7 +214,7 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     create_topic(admin, topic, 1)
     prefix = topic_name("p")
     names = [f"{prefix}-{i}" for i in range(4)]
-    _commit_each(admin, names, topic, 3)
+    commit_each(admin, names, topic, 3)
     writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
     flow = GroupMirrorFlow(zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT)
     flow.resync()

@@ -12,8 +12,6 @@ import uuid
 
 import pytest
 from kafka import TopicPartition as KafkaTP
-from kafka.errors import NoError
-from kafka.structs import OffsetAndMetadata
 from kazoo.client import KazooClient
 
 import zkpaths
@@ -25,6 +23,7 @@ from bridge.kafka.offsets_log import OFFSETS_TOPIC
 from bridge.zookeeper.fence import Fenced, ShareFence, ShareMoved
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
+from tests.integration.test_offsets_trigger import commit_each
 from tests.integration.test_ops import free_port, get
 
 pytestmark = pytest.mark.integration
@@ -109,22 +108,6 @@ def _dealt(ports: dict[str, int], shares: int) -> dict[str, set[int]] | None:
     return held  # type: ignore[return-value]
 
 
-def _commit_all(admin, groups: dict[int, str], topic: str, offset: int) -> None:
-    tp = KafkaTP(topic, 0)
-    for g in groups.values():
-        wait_for(
-            lambda g=g: all(
-                e is NoError
-                for e in admin.alter_group_offsets(
-                    g, {tp: OffsetAndMetadata(offset, "", -1)}
-                ).values()
-            ),
-            30,
-            0.2,
-            f"the commit of {g}",
-        )
-
-
 def _kafka_offset(admin, group: str, tp: KafkaTP) -> int | None:
     got = admin.list_group_offsets({group: None}).get(group, {})
     return getattr(got.get(tp), "offset", None)
@@ -197,7 +180,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     start("b")
     shares = wait_for(lambda: partition_counts(admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC), 30)
     groups = _group_per_share(shares, topic)
-    _commit_all(admin, groups, topic, 1)
+    commit_each(admin, list(groups.values()), topic, 1)
     two = wait_for(lambda: _dealt({n: ports[n] for n in "ab"}, shares), 60, 0.2, "2 bridges")
     wait_for(lambda: not _mirrored(zk, groups, topic, 1), MIRROR_S, 0.2, "every share's group")
     wait_for(lambda: zk.exists("/brokers/ids/1"), 30, what="the registry (share 0's holder)")
@@ -207,7 +190,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
 
     start("c")
     three = wait_for(lambda: _dealt(ports, shares), 60, 0.2, "3 bridges")
-    _commit_all(admin, groups, topic, 2)
+    commit_each(admin, list(groups.values()), topic, 2)
     wait_for(lambda: not _mirrored(zk, groups, topic, 2), MIRROR_S, 0.2, "mirrored by 3 bridges")
     # groups only in ZooKeeper (old consumers stopped), one in a share of each bridge: each
     # bridge copies its offsets into Kafka with a transactional producer of its own (one id
@@ -236,7 +219,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     for name, held in after.items():
         for s in held:
             assert json.loads(zk.get(f"{ROOT}/shares/{s}")[0])["holder"] == name
-    _commit_all(admin, groups, topic, 3)
+    commit_each(admin, list(groups.values()), topic, 3)
     wait_for(lambda: not _mirrored(zk, groups, topic, 3), MIRROR_S, 0.2, "mirrored after the kill")
 
     # SIGSTOP the survivor without share 0: the other holds everything within the session
@@ -252,7 +235,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
         moved = _claimed_at(zk, after[zombie]) - stopped
         print(f"{zombie} frozen: its {len(after[zombie])} shares held again after {moved:.1f} s")
         _within_session(moved)
-        _commit_all(admin, groups, topic, 4)
+        commit_each(admin, list(groups.values()), topic, 4)
         wait_for(lambda: not _mirrored(zk, groups, topic, 4), MIRROR_S, 0.2, "mirrored by one")
     finally:
         os.kill(bridges[zombie].proc.pid, signal.SIGCONT)
@@ -260,7 +243,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     assert not _mirrored(zk, groups, topic, 4)  # the zombie wrote nothing of its old view
     resumed = bridges[zombie].text()[before:]
     assert "released shares" in resumed or "deposed from a share" in resumed, resumed[-3000:]
-    _commit_all(admin, groups, topic, 5)
+    commit_each(admin, list(groups.values()), topic, 5)
     wait_for(
         lambda: not _mirrored(zk, groups, topic, 5), MIRROR_S, 0.2, "mirrored after the zombie"
     )
