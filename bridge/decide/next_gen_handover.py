@@ -284,3 +284,14 @@ def decide_next_gen_group(
             )
     out.mismatches = mismatches(bg, partitions)
     return out
+
+
+def paced_heartbeat_ms(own_ms: int, consumer_protocol_ms: int | None) -> int:
+    """How often a proxy in a ``consumer`` group heartbeats. A classic member learns that
+    the broker moved its target only from a heartbeat (or a rejoin), while the group's
+    consumer-protocol members hear it at the broker's ``group.consumer.heartbeat.interval.ms``;
+    a proxy slower than them makes every hand-over wait for it. So: the broker's interval
+    when it is shorter than the proxy's own (its session / 10), never below 100 ms."""
+    if consumer_protocol_ms is None or consumer_protocol_ms <= 0:
+        return own_ms
+    return max(100, min(own_ms, consumer_protocol_ms))

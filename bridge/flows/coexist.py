@@ -33,6 +33,7 @@ from bridge.decide.next_gen_handover import NextGenDecision
 from bridge.decide.plan import Node
 from bridge.decide.simple_commits import ProxyIdentity
 from bridge.flows.coexist_next_gen import commit_departed, decide_next_gen
+from bridge.kafka.cluster import consumer_heartbeat_interval_ms
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
 from bridge.kafka.views import CONSUMER, GroupView
@@ -73,6 +74,10 @@ class Coexistence:
         #: mixed next-generation (``consumer``-type) groups as the last pass saw them, with
         #: their ZooKeeper state and Kafka offsets (a departing proxy commits from them)
         self.next_gen: dict[str, tuple[ZkGroupState, dict[TopicPartition, int]]] = {}
+        #: the brokers' group.consumer.heartbeat.interval.ms, read at the first mixed
+        #: consumer-type group (the proxies there keep pace with it: next_gen_handover)
+        self.consumer_heartbeat_ms: int | None = None
+        self._heartbeat_read = False
         self._lock = threading.Lock()
         #: the groups flow's reader (its watches: only changed nodes are read again)
         self.reader: ConsumerTreeReader | None = None
@@ -237,6 +242,7 @@ class Coexistence:
             for (g, _), proxy in self.proxies.items():
                 if g == group:
                     proxy.set_owned(frozenset(), {})
+                    proxy.keep_pace(None)
         if pending is not None and pending.decided is None:
             step = step_held_sync(
                 group, pending, state, kafka_offsets, partitions, time.monotonic(), self.max_hold_s
@@ -263,6 +269,13 @@ class Coexistence:
         for problem in decision.problems:
             self.report(group, problem, "partial")
         return decision
+
+    def consumer_heartbeat(self) -> int | None:
+        """The brokers' heartbeat interval for consumer-protocol members, read once."""
+        if not self._heartbeat_read:
+            self._heartbeat_read = True
+            self.consumer_heartbeat_ms = consumer_heartbeat_interval_ms(self.admin)
+        return self.consumer_heartbeat_ms
 
     def _departed_proxies(self, group: str, view: GroupView | None) -> bool:
         """Whether ``view`` lists a proxy of this bridge that was stopped (its old consumer

@@ -13,7 +13,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from bridge.decide.handover import ZkGroupState
-from bridge.decide.next_gen_handover import NextGenDecision, broker_group, decide_next_gen_group
+from bridge.decide.next_gen_handover import (
+    NextGenDecision,
+    broker_group,
+    decide_next_gen_group,
+    paced_heartbeat_ms,
+)
 from bridge.decide.plan import Node
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember
 from bridge.kafka.views import GroupView
@@ -67,6 +72,9 @@ def decide_next_gen(
         now_ms,
     )
     proxies = group_proxies(coexist, group)
+    broker_ms = coexist.consumer_heartbeat()
+    for proxy in proxies.values():
+        proxy.keep_pace(paced_heartbeat_ms(proxy.own_heartbeat_ms, broker_ms))
     for thread, offsets in decision.to_kafka.items():
         commit_as(coexist, group, proxies.get(thread), offsets)
     for thread, owned in decision.owned.items():

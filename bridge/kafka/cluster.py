@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Iterable
 
 from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.errors import KafkaError
 
 from bridge.kafka.calls import KafkaCallTimeout, admin_call
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
@@ -154,3 +156,28 @@ def partition_leaders(
             if b is not None:
                 out[TopicPartition(t["name"], p["partition_index"])] = (b.host, b.port)
     return out
+
+
+#: the broker's heartbeat interval for consumer-protocol (KIP-848) members
+CONSUMER_HEARTBEAT = "group.consumer.heartbeat.interval.ms"
+
+
+def consumer_heartbeat_interval_ms(admin: KafkaAdminClient) -> int | None:
+    """How often the brokers ask consumer-protocol members to heartbeat (one live broker's
+    ``group.consumer.heartbeat.interval.ms``, a cluster-wide setting); None when no broker
+    says (a Kafka before 3.7, or an error, logged)."""
+    try:
+        brokers = read_brokers(admin)
+        if not brokers:
+            return None
+        resource = ConfigResource(
+            ConfigResourceType.BROKER, str(min(brokers)), {CONSUMER_HEARTBEAT: None}
+        )
+        answer = admin_call(
+            admin, "DescribeConfigs", admin.describe_configs, [resource], False, "all"
+        )
+        entry = next(iter(answer.get("broker", {}).values()), {}).get(CONSUMER_HEARTBEAT)
+        return int(entry["value"]) if entry and entry.get("value") else None
+    except (KafkaError, KafkaCallTimeout, ValueError, KeyError) as exc:
+        log.warning("cannot read %s from the brokers: %s", CONSUMER_HEARTBEAT, exc)
+        return None

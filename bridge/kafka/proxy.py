@@ -116,6 +116,7 @@ class ProxyMember(BaseCoordinator):
             api_version=pool.broker_version,
         )
         self.pool = pool
+        self.own_heartbeat_ms: int = self.config["heartbeat_interval_ms"]
         self.thread_id = thread_id
         self.topics = tuple(sorted(topics))
         self.leader_gate = leader_gate
@@ -150,6 +151,12 @@ class ProxyMember(BaseCoordinator):
             version=1, topics=list(self.topics), user_data=b"", owned_partitions=owned
         )
         return [("range", subscription)]
+
+    def keep_pace(self, interval_ms: int | None) -> None:
+        """Heartbeat every ``interval_ms`` (None: the proxy's own interval, session / 10):
+        kafka-python's heartbeat reads its interval at every beat, so it takes effect at the
+        next one (``decide.next_gen_handover.paced_heartbeat_ms`` says why and when)."""
+        self.heartbeat.config["heartbeat_interval_ms"] = interval_ms or self.own_heartbeat_ms
 
     def set_owned(
         self, owned: frozenset[TopicPartition], conditional: dict[TopicPartition, str]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ from bridge.decide.next_gen_handover import (
     broker_group,
     decide_next_gen_group,
     mismatches,
+    paced_heartbeat_ms,
     proxies_to_rejoin,
 )
 from bridge.kafka.views import MemberView
@@ -263,3 +265,17 @@ def test_a_target_other_than_the_legacy_range_is_reported_per_partition():
     assert mismatches(bg, {T: 4}) == {TPS[0]: ("m-1", a), TPS[2]: (a, "m-1")}
     # a target computed before the group's latest change is not judged (comparable=False)
     assert mismatches(broker_group(G, world.views(), PROXIES, comparable=False), {T: 4}) == {}
+
+
+@pytest.mark.parametrize(
+    ("own", "broker", "paced"),
+    [
+        (3000, 1000, 1000),  # the devstack's brokers: proxies keep pace with the members
+        (3000, 5000, 3000),  # Kafka's default 5 s: the proxy's own is already shorter
+        (3000, None, 3000),  # a broker that does not say (before 3.7, or an error)
+        (3000, 0, 3000),
+        (3000, 20, 100),  # never below 100 ms
+    ],
+)
+def test_a_proxy_in_a_consumer_group_heartbeats_as_often_as_its_members(own, broker, paced):
+    assert paced_heartbeat_ms(own, broker) == paced
