@@ -28,7 +28,13 @@ from bridge.kafka.views import CLASSIC, CONSUMER
 from tests.conftest import wait_for
 from tests.e2e.bridges import Bridges
 from tests.e2e.fleet import COMMIT_MS, Fleet
-from tests.e2e.test_coexistence import Producer, log_ends, overlaps, ownership_segments
+from tests.e2e.test_coexistence import (
+    Producer,
+    doubles_seen,
+    log_ends,
+    overlaps,
+    ownership_segments,
+)
 from tests.e2e.test_migration import OffsetWatcher
 
 pytestmark = pytest.mark.e2e
@@ -198,15 +204,4 @@ def test_the_i1_check_sees_double_ownership_when_the_bridge_stands_aside(
             log=tmp_path / "N1.log",
         ),
     }
-    try:
-        try:
-            wait_for(lambda: all(len(c.messages) > 30 for c in consumers.values()), 150, 0.5)
-        except AssertionError:
-            state = {n: (len(c.messages), c.lines[-3:]) for n, c in consumers.items()}
-            raise AssertionError(f"both consumers should consume: {state}") from None
-        time.sleep(1)
-    finally:
-        producer.stop()
-        for c in consumers.values():
-            c.stop()
-    assert overlaps(ownership_segments(consumers)), "the I1 check must be able to fail"
+    assert doubles_seen(producer, consumers, 30, 1.0), "the I1 check must be able to fail"
