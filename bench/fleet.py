@@ -41,15 +41,9 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from bench import fleet_zk
-from bench.offsets import (
-    OffsetBench,
-    bench_session,
-    dist,
-    parse_common,
-    pct,
-    read_all,
-    verdict,
-)
+from bench.offsets import OffsetBench, bench_session, parse_common
+from bench.offsets_stats import dist, pct, verdict
+from bench.offsets_zk import read_all
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_COLD_S = 60.0  # every offset node mirrored after a (cold) start

@@ -37,7 +37,7 @@ from itertools import accumulate
 from kazoo.client import KazooClient
 
 import zkpaths
-from bench.offsets import dist, pct, verdict
+from bench.offsets_stats import dist, pct, verdict
 from bridge.audit.records import OffsetCommitKey, OffsetCommitValue, decode_key, decode_value
 from bridge.audit.wire import RecordError
 from bridge.kafka.offsets_log import OffsetsLogFollower

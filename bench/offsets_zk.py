@@ -1,0 +1,280 @@
+"""bench.offsets' ZooKeeper side: when each committed offset became visible (watches,
+znode versions and mtimes), the drains that wait for the last values, and the scoring of a
+phase's commits against what was seen."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import accumulate
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.interfaces import IAsyncResult
+from kazoo.protocol.serialization import Watch
+from kazoo.protocol.states import EventType, WatchedEvent
+
+from bench.offsets_load import Commit
+
+now = time.perf_counter
+_CREATED_OR_CHANGED = (1, 3)  # ZooKeeper's NodeCreated and NodeDataChanged event types
+
+
+@dataclass
+class Seen:
+    """One observed value of an offset znode."""
+
+    value: int
+    visible: float  # perf_counter time the change was seen by the watch
+    version: int
+    written: float  # the znode's mtime (ZooKeeper's clock, ms), in the perf_counter domain
+
+
+class OffsetWatch:
+    """One-shot watches on offset znodes, re-armed by each read of the changed node.
+
+    A change's visible time is when its watch event arrived, if the read that followed
+    returned exactly the next version; otherwise (a later write slipped in between) the
+    read's own completion time, which can only overstate the latency.
+    """
+
+    def __init__(self, zk: KazooClient, paths: Sequence[str], wall_offset: float) -> None:
+        self.zk = zk
+        self.paths = list(paths)
+        self.wall_offset = wall_offset  # time.time() - perf_counter()
+        self.seen: dict[str, list[Seen]] = {p: [] for p in self.paths}
+        self.delivery_lag: list[float] = []  # event arrival - znode mtime
+        self.errors = 0
+        self._pending: dict[str, deque[float]] = {p: deque() for p in self.paths}
+        self._version = dict.fromkeys(self.paths, -1)
+        self._lock = threading.Lock()
+        self._stamped = False
+
+    def start(self) -> None:
+        self._stamped = self._stamp_arrivals()
+        for p in self.paths:
+            self._arm(p)
+
+    def _stamp_arrivals(self) -> bool:
+        """Time each watch event as kazoo's connection thread reads it off the socket.
+
+        kazoo hands events to one callback thread; when a batch of hundreds lands at once
+        the last waits its turn there, which would be counted as mirror latency. This
+        wraps a private kazoo method; without it, events are timed in the callback thread.
+        """
+        conn = getattr(self.zk, "_connection", None)
+        original = getattr(conn, "_read_watch_event", None)
+        if original is None:
+            return False
+
+        def read_watch_event(buffer: bytes, offset: int) -> object:
+            t = now()
+            try:
+                event, _ = Watch.deserialize(buffer, offset)
+                path = self.zk.unchroot(event.path)
+                if event.type in _CREATED_OR_CHANGED and path in self._pending:
+                    with self._lock:
+                        self._pending[path].append(t)
+            except Exception:  # noqa: BLE001 - never break kazoo's reader
+                pass
+            return original(buffer, offset)
+
+        conn._read_watch_event = read_watch_event  # type: ignore[union-attr]
+        return True
+
+    def _arm(self, path: str) -> None:
+        self.zk.exists_async(path, watch=self._on_event).rawlink(partial(self._on_exists, path))
+
+    def _read(self, path: str, paired: bool) -> None:
+        self.zk.get_async(path, watch=self._on_event).rawlink(partial(self._on_data, path, paired))
+
+    def _on_exists(self, path: str, result: IAsyncResult) -> None:
+        try:
+            stat = result.get()
+        except Exception:  # noqa: BLE001 - counted, the run goes on
+            self.errors += 1
+            return
+        if stat is not None:  # already there: read it, which also sets the data watch
+            self._read(path, paired=False)
+
+    def _on_event(self, event: WatchedEvent) -> None:
+        t = now()
+        if event.type == EventType.DELETED:
+            self._arm(event.path)
+            return
+        if not self._stamped:
+            with self._lock:
+                self._pending[event.path].append(t)
+        self._read(event.path, paired=True)
+
+    def _on_data(self, path: str, paired: bool, result: IAsyncResult) -> None:
+        t = now()
+        try:
+            data, stat = result.get()
+        except NoNodeError:
+            if paired:
+                with self._lock:
+                    if self._pending[path]:
+                        self._pending[path].popleft()
+            self._arm(path)
+            return
+        except Exception:  # noqa: BLE001
+            self.errors += 1
+            return
+        with self._lock:
+            pending = self._pending[path]
+            event_t = pending.popleft() if paired and pending else None
+            exact = event_t is not None and stat.version == self._version[path] + 1
+            self._version[path] = stat.version
+            try:
+                value = int(data)
+            except ValueError:
+                self.errors += 1
+                return
+            written = stat.mtime / 1000 - self.wall_offset
+            visible = event_t if exact and event_t is not None else t
+            self.seen[path].append(Seen(value, visible, stat.version, written))
+            if event_t is not None:
+                self.delivery_lag.append(event_t - written)
+
+    def wait_caught_up(self, want: dict[str, int], timeout: float) -> None:
+        """Until every watched node has been seen at its wanted value: a drain's plain reads
+        can overtake the reads that the last watch events queued."""
+        deadline = now() + timeout
+        while now() < deadline:
+            with self._lock:
+                behind = any(
+                    not seen or seen[-1].value < want[p]
+                    for p, seen in self.seen.items()
+                    if p in want
+                )
+            if not behind:
+                return
+            time.sleep(0.05)
+
+    def first_visible(self, path: str) -> tuple[list[int], list[Seen]]:
+        """Running-max values and what was seen, for bisecting."""
+        seen = self.seen[path]
+        return list(accumulate((s.value for s in seen), max)), seen
+
+    def backwards(self) -> int:
+        """Observed values lower than the one before: the mirror went back in time."""
+        return sum(
+            1
+            for seen in self.seen.values()
+            for a, b in zip(seen, seen[1:], strict=False)
+            if b.value < a.value
+        )
+
+
+@dataclass
+class NodeState:
+    value: int
+    version: int
+    mtime: float  # perf_counter domain
+    mzxid: int  # the transaction that last wrote it
+
+
+def read_all(zk: KazooClient, paths: Sequence[str], wall_offset: float) -> dict[str, NodeState]:
+    pending = [(p, zk.get_async(p)) for p in paths]
+    out: dict[str, NodeState] = {}
+    for p, r in pending:
+        try:
+            data, stat = r.get()
+            out[p] = NodeState(int(data), stat.version, stat.mtime / 1000 - wall_offset, stat.mzxid)
+        except (NoNodeError, ValueError):
+            pass
+    return out
+
+
+def drain(
+    zk: KazooClient,
+    want: dict[str, int],
+    wall_offset: float,
+    timeout: float,
+) -> tuple[dict[str, NodeState], float]:
+    """Wait until every node holds at least its wanted value; returns the final states and
+    when the last one was confirmed (perf_counter)."""
+    left = dict(want)
+    states: dict[str, NodeState] = {}
+    deadline = now() + timeout
+    last = now()
+    while left and now() < deadline:
+        got = read_all(zk, list(left), wall_offset)
+        for p, s in got.items():
+            if s.value >= left[p]:
+                states[p] = s
+                del left[p]
+                last = now()
+        if left:
+            time.sleep(0.1)
+    return states, last
+
+
+def count_unseen(
+    zk: KazooClient,
+    commits: list[Commit],
+    node: dict[int, list[str]],
+    confirmed: dict[str, NodeState],
+    wall_offset: float,
+) -> int:
+    """Acknowledged (commit, partition) pairs whose value never reached ZooKeeper."""
+    late = read_all(zk, [p for ps in node.values() for p in ps if p not in confirmed], wall_offset)
+    final = {p: s.value for p, s in {**late, **confirmed}.items()}
+    return sum(
+        1 for c in commits if c.error is None for p in node[c.group] if final.get(p, -1) < c.offset
+    )
+
+
+# ---------------------------------------------------------------- analysis
+
+
+@dataclass
+class PhaseResult:
+    commits: int = 0
+    failed: int = 0
+    updates: int = 0  # partition offsets committed and acknowledged
+    rate: float = 0.0  # acknowledged updates/s
+    behind: float = 0.0  # worst lateness of a send against the schedule (s)
+    rtt: list[float] = field(default_factory=list)  # OffsetCommit round trips
+    lat_ack: list[float] = field(default_factory=list)
+    lat_sent: list[float] = field(default_factory=list)
+    lat_written: list[float] = field(default_factory=list)  # ack -> znode mtime
+    errors: Counter[str] = field(default_factory=Counter)
+    unseen_watched: int = 0
+    unseen_final: int = 0
+    drain: float = 0.0  # last ack -> every final offset confirmed
+
+
+def analyse(
+    commits: list[Commit],
+    watch: OffsetWatch,
+    watched: dict[int, list[str]],
+    partitions: int,
+) -> PhaseResult:
+    ok = [c for c in commits if c.error is None]
+    r = PhaseResult(commits=len(commits), failed=len(commits) - len(ok))
+    r.errors.update(c.error[:80] for c in commits if c.error is not None)
+    r.updates = len(ok) * partitions
+    if ok:
+        span = max(c.acked for c in ok) - min(c.sent for c in ok)
+        r.rate = r.updates / span if span > 0 else 0.0
+        r.behind = max(c.sent - c.due for c in commits)
+        r.rtt = [c.acked - c.sent for c in ok]
+    curves = {p: watch.first_visible(p) for ps in watched.values() for p in ps}
+    for c in ok:
+        for path in watched.get(c.group, []):
+            values, seen = curves[path]
+            i = bisect.bisect_left(values, c.offset)
+            if i == len(values):
+                r.unseen_watched += 1
+                continue
+            r.lat_ack.append(seen[i].visible - c.acked)
+            r.lat_sent.append(seen[i].visible - c.sent)
+            r.lat_written.append(seen[i].written - c.acked)
+    return r
