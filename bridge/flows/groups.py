@@ -32,21 +32,15 @@ from bridge.decide.groups import (
     legacy_members,
     next_gen_refusal,
 )
-from bridge.decide.migration import (
-    GroupRecord,
-    StorageMode,
-    infer_mode,
-    kafka_writers,
-    offset_nodes,
-    offsets_after,
-)
+from bridge.decide.migration import GroupRecord, StorageMode
 from bridge.decide.plan import Desired, Node
 from bridge.flows.coexist import Coexistence
+from bridge.flows.group_modes import GroupStorageModes
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
 from bridge.flows.storm import StormSpouts
 from bridge.flows.to_kafka import CopiesToKafka
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import GroupFilter, read_groups
+from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -55,7 +49,6 @@ from bridge.zookeeper import sync
 from bridge.zookeeper.fence import ShareFence
 from bridge.zookeeper.owned import OwnedTree, group_of
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
-from bridge.zookeeper.records import create_records, read_records
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
@@ -91,7 +84,7 @@ class Decided:
     aside: dict[str, str] = field(default_factory=dict)  # dialects cannot share them: why
 
 
-class GroupMirrorFlow:
+class GroupMirrorFlow(GroupStorageModes):
     name = "groups"
 
     def __init__(
@@ -409,115 +402,6 @@ class GroupMirrorFlow:
         "" is a lost connection, after which everything is read again)."""
         if self.wake is not None and path not in self.writer.ledger.owned:
             self.wake()
-
-    def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
-        """Groups that exist only in ZooKeeper, with offsets old consumers committed and no
-        consumer running: the usual start of a migration (stop the old application, move
-        its offsets, start the new one). Described in Kafka (Dead: no such group there), so
-        the storage mode gets a record and the offsets a Kafka copy like any other group."""
-        read = self._zk_offsets(sorted(stopped), owned)
-        with_offsets = [g for g in sorted(stopped) if set(read[g][0]) - read[g][1]]
-        return read_groups(self.admin, with_offsets) if with_offsets else {}
-
-    def _offsets_by_mode(
-        self,
-        decided: Decided,
-        pic: KafkaPicture,
-        wanted: list[str],
-        owned: set[str],
-        stopped: dict[str, GroupView],
-    ) -> dict[str, dict[TopicPartition, int]]:
-        """Each group's offset nodes as its storage mode wants them (see decide.migration),
-        given the offsets the decisions ask for, into ``decided``; returns the commits
-        Kafka needs. Infers and records the mode of new groups."""
-        if self._picture_read_at != pic.read_at or not self.records:
-            self.records = read_records(self.zk, self.root)
-            self._picture_read_at = pic.read_at
-        to_kafka: dict[str, dict[TopicPartition, int]] = {}
-        modes = dict.fromkeys(StorageMode, 0)
-        mixed = decided.mixed
-        groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))
-        # every group's nodes in one pipelined read, but the bridge's own offset nodes of
-        # kafka-mode groups no one else shares: those are as it last wrote or read them
-        mine = {g for g in groups if g not in mixed and self._mode_of(g) is StorageMode.KAFKA}
-        read = self._zk_offsets(groups, owned, mine)
-        inferred: dict[str, StorageMode] = {}
-        for g in groups:
-            zk_offsets, owned_offsets = read[g]
-            mode = self._mode(g, g in mixed, bool(set(zk_offsets) - owned_offsets), pic)
-            if g not in self.records:
-                inferred[g] = mode
-            modes[mode] += 1
-            view = pic.views.get(g) or stopped.get(g)
-            kafka, writers = self._kafka_side(g, view)
-            plan = offset_nodes(
-                g,
-                mode,
-                zk_offsets,
-                owned_offsets,
-                kafka,
-                decided.suggested.get(g, {}),
-                set(pic.partitions),
-                writers,
-            )
-            decided.desired.update(plan.desired)
-            if mode is not StorageMode.KAFKA or g in mixed:
-                decided.refresh.update(plan.desired)  # consumers write these nodes too
-            if plan.to_kafka:
-                to_kafka[g] = plan.to_kafka
-            self._after[g] = offsets_after(zk_offsets, kafka, plan)
-        self._record_inferred(inferred)
-        for mode, count in modes.items():
-            METRICS.groups_by_mode.labels(mode=mode.value).set(count)
-        return to_kafka
-
-    def _mode(self, g: str, mixed: bool, foreign_zk_offsets: bool, pic: KafkaPicture):
-        """The group's recorded storage mode, or the one inferred from where its offsets
-        are (old consumers, offsets in ZooKeeper the bridge did not write, a Kafka group)."""
-        return self._mode_of(g) or infer_mode(mixed, foreign_zk_offsets, g in pic.kinds)
-
-    def _kafka_side(
-        self, g: str, view: GroupView | None
-    ) -> tuple[dict[TopicPartition, int] | None, set[TopicPartition] | None]:
-        """Kafka's offsets of the group (None: unreadable) and the partitions its members
-        commit themselves (None: unknown, mid-rebalance or a hand-over pending)."""
-        if view is None or view.error:
-            return None, None
-        if self.coexist is not None and g in self.coexist.pending:
-            return dict(view.offsets), None
-        return dict(view.offsets), kafka_writers(view, PROXY_CLIENT_ID)
-
-    def _record_inferred(self, inferred: dict[str, StorageMode]) -> None:
-        """Record the modes inferred this tick, in batches (not a round trip per group)."""
-        if not inferred:
-            return
-        at_ms = int(time.time() * 1000)
-        made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
-        self.records.update({g: (record, 0) for g, record in made.items()})
-
-    def _mode_of(self, g: str) -> StorageMode | None:
-        entry = self.records.get(g)
-        return entry[0].mode if entry is not None else None
-
-    def _zk_offsets(
-        self, groups: list[str], owned: set[str], mine: set[str] = frozenset()
-    ) -> dict[str, tuple[dict[TopicPartition, int], set[TopicPartition]]]:
-        """Every offset node of each group now (all groups pipelined together, each node
-        read again only when its watch fired), and which ones are the bridge's. The
-        bridge's own nodes of the groups ``mine`` are taken from ``known`` (its writes
-        are conditional on their versions: a node someone else changed fails the write
-        and its group is read again; the reconcile's pages verify them all)."""
-
-        def known(path: str) -> tuple[bytes, int] | None:
-            node = self.known.get(path) if path in owned and group_of(path) in mine else None
-            return (node.data, node.version) if node is not None else None
-
-        read = self.reader.offsets(dict.fromkeys(groups), known=known)
-        out = {}
-        for g, nodes in read.items():
-            mine = {tp for tp in nodes if zkpaths.offset_path(g, tp.topic, tp.partition) in owned}
-            out[g] = ({tp: n.offset for tp, n in nodes.items()}, mine)
-        return out
 
     def _bad_node(self, problem: NodeProblem) -> None:
         self._report_once(problem.path, f"bad node left alone: {problem.reason}", "bad_node")
