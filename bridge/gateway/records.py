@@ -166,8 +166,7 @@ def parse_records(batch: Batch, buf: bytes, pos: int, end: int) -> list[Record]:
         if n < 0:
             key = None
         else:
-            key = view[pos : pos + n]
-            pos += n
+            key, pos = view[pos : pos + n], pos + n
         b = buf[pos]
         if b < 0x80:
             n, pos = (b >> 1) ^ -(b & 1), pos + 1
@@ -179,13 +178,9 @@ def parse_records(batch: Batch, buf: bytes, pos: int, end: int) -> list[Record]:
         if n < 0:
             value = None
         else:
-            value = view[pos : pos + n]
-            pos += n
-        b = buf[pos]
-        if b:  # headers: dropped (v0/v1 cannot carry them)
-            pos = _skip_headers(buf, pos)
-        else:
-            pos += 1
+            value, pos = view[pos : pos + n], pos + n
+        # headers: dropped (v0/v1 cannot carry them)
+        pos = _skip_headers(buf, pos) if buf[pos] else pos + 1
         if pos - start != length or pos > end:
             raise ConversionError(
                 f"record of length {length} in the batch at offset {base} is malformed"
