@@ -7,12 +7,19 @@ stack's by the config file on its command line (see ``Devstack.alive``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
 from pathlib import Path
 
 from bridge.devstack.servers import LOG4J, StackError
+
+#: ZooKeeper's heap (``-Xmx``) comes from this variable: a large fleet's node count outgrows
+#: the default (bench.fleet's 10,000 groups x 100 partitions needs e.g. ``4g``)
+ZK_HEAP_ENV = "KZB_ZK_HEAP"
+DEFAULT_HEAP = "512m"
+_HEAP = re.compile(r"[1-9][0-9]*[kKmMgG]?")
 
 
 def _java() -> str:
@@ -70,14 +77,23 @@ def zk_four_letter(port: int, word: str = "ruok", timeout: float = 1.0) -> str:
         return ""
 
 
-def spawn_jvm(home: Path, log: Path, argv: list[str]) -> int:
-    """Start a JVM in ``home`` (its own session), logging to ``log`` through log4j and
-    its stdout/stderr to ``home/stdout.log``; returns its pid."""
+def zk_heap() -> str:
+    """ZooKeeper's maximum heap, from ``KZB_ZK_HEAP`` (a JVM size such as ``4g``); checked
+    here, as a JVM refusing it would only say so in its own log."""
+    heap = os.environ.get(ZK_HEAP_ENV, "").strip() or DEFAULT_HEAP
+    if not _HEAP.fullmatch(heap):
+        raise StackError(f"{ZK_HEAP_ENV}={heap!r} is not a heap size such as 512m or 4g")
+    return heap
+
+
+def spawn_jvm(home: Path, log: Path, argv: list[str], heap: str = DEFAULT_HEAP) -> int:
+    """Start a JVM in ``home`` (its own session) with at most ``heap`` of heap, logging to
+    ``log`` through log4j and its stdout/stderr to ``home/stdout.log``; returns its pid."""
     (home / "log4j.properties").write_text(LOG4J.replace("${logfile}", str(log)))
     jvm = [
         _java(),
         "-Xms128m",
-        "-Xmx512m",
+        f"-Xmx{heap}",
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j.configuration=file:{home / 'log4j.properties'}",

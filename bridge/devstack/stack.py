@@ -9,6 +9,10 @@ Every broker has two client listeners: ``PLAINTEXT`` (what old consumers use) an
 ``SASL_PLAINTEXT`` with SASL/PLAIN, whose one user (``bridge``) gets a random password per
 stack, kept in ``stack.json``. That is a local development credential on loopback only;
 ``zk-bridge devstack status`` prints it so that clients can be pointed at the listener.
+
+Each JVM gets at most 512 MB of heap; ZooKeeper's is ``KZB_ZK_HEAP`` (default ``512m``,
+any JVM size such as ``4g``), read when ZooKeeper starts: a fleet of millions of offset
+nodes outgrows the default (docs/benchmarks.md, fleet scale).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bridge.devstack.processes import (
+    DEFAULT_HEAP,
     _ask_group_coordinator,
     _bindable,
     _init_txn,
@@ -32,6 +37,7 @@ from bridge.devstack.processes import (
     _runs_with,
     spawn_jvm,
     zk_four_letter,
+    zk_heap,
 )
 from bridge.devstack.servers import (
     KAFKA_NODES,
@@ -373,12 +379,12 @@ class Devstack:
                 )
             time.sleep(0.5)
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def _spawn(self, name: str, argv: list[str], heap: str = DEFAULT_HEAP) -> None:
         home = self.dir / name
         home.mkdir(parents=True, exist_ok=True)
         for f in (home / "stdout.log", self._log(name)):
             self._log_marks[f] = f.stat().st_size if f.exists() else 0
-        self.state.pids[name] = spawn_jvm(home, self._log(name), argv)
+        self.state.pids[name] = spawn_jvm(home, self._log(name), argv, heap)
 
     def _start_zookeeper(self, classpath: str) -> None:
         home = self.dir / "zookeeper"
@@ -388,6 +394,7 @@ class Devstack:
         self._spawn(
             "zookeeper",
             ["-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+            zk_heap(),
         )
 
     def _kafka_config(self, node: int) -> Path:

@@ -118,3 +118,54 @@ def test_a_new_cluster_id_never_starts_with_a_dash(monkeypatch) -> None:
     cid = servers._new_cluster_id()
     assert cid == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")
     assert len(cid) == 22
+
+
+NO_PID = 2**22 + 1  # above Linux's PID_MAX_LIMIT: never a live process
+
+
+@pytest.fixture
+def started(monkeypatch) -> list[list[str]]:
+    """The JVMs' command lines, recorded in place of starting them."""
+    from types import SimpleNamespace
+
+    from bridge.devstack import processes
+
+    argvs: list[list[str]] = []
+
+    def popen(argv: list[str], **_: object) -> SimpleNamespace:
+        argvs.append(argv)
+        return SimpleNamespace(pid=NO_PID)
+
+    fake = SimpleNamespace(Popen=popen, STDOUT=subprocess.STDOUT, DEVNULL=subprocess.DEVNULL)
+    monkeypatch.setattr(processes, "subprocess", fake)
+    monkeypatch.setattr(processes, "_java", lambda: "java")
+    return argvs
+
+
+@pytest.mark.parametrize(("env", "heap"), [(None, "512m"), ("4g", "4g"), (" 2048m ", "2048m")])
+def test_zookeeper_runs_with_the_configured_heap(stack, started, monkeypatch, env, heap) -> None:
+    """``KZB_ZK_HEAP`` sizes ZooKeeper's heap (a 10,000-group fleet needs more than 512m)."""
+    if env is None:
+        monkeypatch.delenv("KZB_ZK_HEAP", raising=False)
+    else:
+        monkeypatch.setenv("KZB_ZK_HEAP", env)
+    stack._start_zookeeper("zk.jar")
+    (argv,) = started
+    assert [a for a in argv if a.startswith("-Xmx")] == [f"-Xmx{heap}"]
+    assert argv[-1] == str(stack.dir / "zookeeper" / "zoo.cfg")
+    assert stack.state.pids["zookeeper"] == NO_PID
+
+
+def test_brokers_keep_their_heap_whatever_zookeepers(stack, started, monkeypatch) -> None:
+    monkeypatch.setenv("KZB_ZK_HEAP", "4g")
+    stack._spawn("kafka-1", ["-cp", "kafka.jar", "kafka.Kafka", "server.properties"])
+    (argv,) = started
+    assert [a for a in argv if a.startswith("-Xmx")] == ["-Xmx512m"]
+
+
+@pytest.mark.parametrize("bad", ["4 g", "-Xmx4g", "0m", "4gb", "big"])
+def test_a_bad_zookeeper_heap_is_refused_before_the_jvm(stack, started, monkeypatch, bad) -> None:
+    monkeypatch.setenv("KZB_ZK_HEAP", bad)
+    with pytest.raises(StackError, match="KZB_ZK_HEAP"):
+        stack._start_zookeeper("zk.jar")
+    assert started == []
