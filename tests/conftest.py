@@ -184,6 +184,9 @@ class BridgeProcess:
                 sys.executable,
                 "-m",
                 "bridge.cli",
+                # KZB_TEST_BRIDGE_LOG_LEVEL=DEBUG: every test bridge's log in detail
+                "--log-level",
+                os.environ.get("KZB_TEST_BRIDGE_LOG_LEVEL", "INFO"),
                 "run",
                 "--zookeeper",
                 zookeeper,

@@ -33,11 +33,16 @@ SIMPLE_GENERATION = -1
 @dataclass(frozen=True)
 class ProxyIdentity:
     """What the coordinator checks an offset commit against: the proxy's member id, its
-    static instance id (the old thread id) and the generation of its last JoinGroup."""
+    static instance id (the old thread id) and the generation of its last JoinGroup; and
+    ``assigned``, the partitions Kafka gave the proxy in that generation (empty until its
+    SyncGroup answers). Kafka checks the generation but not the partition: a commit of a
+    partition the proxy does not hold in its generation could land over the commits of the
+    member that does (the new owner after a hand-over), so only ``assigned`` is committed."""
 
     member_id: str
     group_instance_id: str
     generation_id: int
+    assigned: frozenset[TopicPartition] = frozenset()
 
     @property
     def joined(self) -> bool:
@@ -48,7 +53,8 @@ class ProxyIdentity:
 class CommitPlan:
     """Which partitions commit as which proxy (thread id -> partitions), which are refused
     (partition -> why, for the one log line); ``between``: refused partitions of old threads
-    whose proxy has not joined (kept in ZooKeeper for the hand-over gate)."""
+    whose proxy has not joined or does not hold them in its generation (kept in ZooKeeper,
+    where ahead, for the hand-over gate)."""
 
     as_proxy: dict[str, tuple[TopicPartition, ...]] = field(default_factory=dict)
     refused: dict[TopicPartition, str] = field(default_factory=dict)
@@ -83,6 +89,12 @@ def plan_simple_commit(
             refused[tp] = f"its owner {thread!r} is not an old thread with a proxy"
         elif not proxies[thread].joined:
             refused[tp] = f"the proxy of its owner {thread!r} has not joined the group yet"
+            between.add(tp)
+        elif tp not in proxies[thread].assigned:
+            refused[tp] = (
+                f"generation {proxies[thread].generation_id} has not given it to the proxy "
+                f"of its owner {thread!r} (moving)"
+            )
             between.add(tp)
         else:
             as_proxy.setdefault(thread, []).append(tp)

@@ -103,6 +103,9 @@ class ConsumerProcess:
         self.ready = threading.Event()
         self.exited = threading.Event()
         self._stderr = (log or Path("/dev/null")).open("ab")
+        #: the child's stdout protocol lines too, beside its log (what a failed test's
+        #: reader needs: which offsets each member read, when, and its own status lines)
+        self._stdout_copy = log.with_name(log.name + ".stdout").open("a") if log else None
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
         )
@@ -114,6 +117,8 @@ class ConsumerProcess:
         for line in self.proc.stdout:
             line = line.rstrip("\n")
             self.lines.append(line)
+            if self._stdout_copy is not None:
+                self._stdout_copy.write(line + "\n")
             if line.startswith("MSG "):
                 _, thread, topic, part, off, wall, value = (line.split(" ", 6) + [""])[:7]
                 self.messages.append(Consumed(thread, topic, int(part), int(off), int(wall), value))
@@ -125,6 +130,8 @@ class ConsumerProcess:
                 self.ready.set()
             elif line.startswith("EXIT"):
                 self.exited.set()
+        if self._stdout_copy is not None:
+            self._stdout_copy.close()
         self.exited.set()
 
     def wait_ready(self, timeout: float = 60) -> None:

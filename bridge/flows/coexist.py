@@ -136,8 +136,8 @@ class Coexistence:
         out = {}
         for (g, thread), proxy in list(self.proxies.items()):
             if g == group and not proxy.closed:
-                member_id, generation = proxy.identity()
-                out[thread] = ProxyIdentity(member_id, thread, generation)
+                member_id, generation, assigned = proxy.identity()
+                out[thread] = ProxyIdentity(member_id, thread, generation, assigned)
         return out
 
     def groups(self) -> set[str]:

@@ -80,6 +80,15 @@ async def commit_as_proxies(core: Core, request) -> Codes | None:
     in_kafka = await _in_kafka(core, group, offsets)
     plain = {tp: o for tp, (o, _) in offsets.items()}
     plan = plan_simple_commit(offsets, owners, proxies, behind(plain, in_zookeeper, in_kafka))
+    log.debug(
+        "gateway: simple commit of %r %s; owners %s, in ZooKeeper %s, in Kafka %s: %s",
+        group,
+        plain,
+        owners,
+        in_zookeeper,
+        in_kafka,
+        plan,
+    )
     codes: Codes = {}
     for tp, why in plan.refused.items():
         _log_refusal(group, tp, why)
@@ -210,7 +219,9 @@ async def _commit_as(
     core: Core, group: str, thread: str, proxy: ProxyIdentity, offsets: Offsets
 ) -> Codes:
     """``offsets`` committed as ``proxy``; once more with its fresh generation if the
-    coordinator says it moved on (a rebalance), else REBALANCE_IN_PROGRESS (retriable)."""
+    coordinator says it moved on (a rebalance), else REBALANCE_IN_PROGRESS (retriable).
+    The retry takes only what the fresh generation gave the proxy: a partition the
+    rebalance moved on belongs to its next owner, whose commits this one must not land on."""
     codes = await _send(core, group, proxy, offsets)
     moved = {k for k, c in codes.items() if c in MOVED_ON}
     if moved:
@@ -218,8 +229,12 @@ async def _commit_as(
         fresh = (core.proxies(group) if core.proxies else {}).get(thread)
         retried: Codes = {}
         if fresh is not None and fresh.joined:
-            again = {tp: o for tp, o in offsets.items() if (tp.topic, tp.partition) in moved}
-            retried = await _send(core, group, fresh, again)
+            again = {
+                tp: o
+                for tp, o in offsets.items()
+                if (tp.topic, tp.partition) in moved and tp in fresh.assigned
+            }
+            retried = await _send(core, group, fresh, again) if again else {}
         for k in moved:
             code = retried.get(k, REBALANCE_IN_PROGRESS)
             codes[k] = REBALANCE_IN_PROGRESS if code in MOVED_ON else code

@@ -123,6 +123,8 @@ class ProxyMember(BaseCoordinator):
         self.closed = False
         self.is_leader = False
         self.assignment: dict[str, tuple[int, ...]] = {}
+        #: (generation, its assignment): set once the generation's SyncGroup answered
+        self._assigned_at: tuple[int, frozenset[TopicPartition]] = (-1, frozenset())
         self.last_error: str | None = None
         self._task = None
         #: what the proxy reports as owned when it joins (next-generation groups): the
@@ -202,6 +204,11 @@ class ProxyMember(BaseCoordinator):
         self.assignment = {
             t: tuple(sorted(ps)) for t, ps in (decoded.assigned_partitions if decoded else [])
         }
+        # one tuple, replaced whole: the gateway's thread reads it without the lock
+        self._assigned_at = (
+            generation,
+            frozenset(TopicPartition(t, p) for t, ps in self.assignment.items() for p in ps),
+        )
         log.info(
             "proxy joined",
             extra={
@@ -282,13 +289,17 @@ class ProxyMember(BaseCoordinator):
             for mid, parts in per_member.items()
         ]
 
-    def identity(self) -> tuple[str, int]:
-        """(member id, generation) of the last JoinGroup: what an offset commit made on
-        this member's behalf is checked against ("" and -1 while not joined). Read without
-        the coordinator's lock (the gateway's loop must not wait on the proxies' loop): the
-        generation is one immutable tuple, replaced whole."""
+    def identity(self) -> tuple[str, int, frozenset[TopicPartition]]:
+        """(member id, generation, the partitions that generation gave it) of the last
+        JoinGroup: what an offset commit made on this member's behalf is checked against
+        ("", -1 and nothing while not joined; nothing until its SyncGroup answers). Read
+        without the coordinator's lock (the gateway's loop must not wait on the proxies'
+        loop): both are immutable tuples, replaced whole."""
         generation = self._generation
-        return generation.member_id or "", generation.generation_id
+        at, assigned = self._assigned_at
+        if at != generation.generation_id:
+            assigned = frozenset()
+        return generation.member_id or "", generation.generation_id, assigned
 
     # ---- committing as the member (next-generation groups) ----------------------------------
     def commit(self, offsets: dict[TopicPartition, int]) -> str | None:

@@ -21,8 +21,9 @@ T = [TopicPartition(t, p) for t in ("a", "b") for p in range(4)]
 THREADS = ["g_c1-0", "g_c1-1", "g_c2-0", "mirrored-new-0"]
 
 
-def joined(thread: str, generation: int = 3) -> ProxyIdentity:
-    return ProxyIdentity(f"{thread}-member", thread, generation)
+def joined(thread: str, generation: int = 3, assigned=tuple(T)) -> ProxyIdentity:
+    """A joined proxy; by default its generation gave it every partition."""
+    return ProxyIdentity(f"{thread}-member", thread, generation, frozenset(assigned))
 
 
 def test_each_partition_commits_as_its_owners_proxy_and_the_rest_is_refused():
@@ -44,11 +45,18 @@ def test_only_generation_minus_one_without_a_member_is_a_simple_commit():
 
 
 def reference(partitions, owners, proxies) -> CommitPlan:
-    """Per proxy: the asked partitions whose owner node names its thread; refused: the rest."""
+    """Per proxy: the asked partitions whose owner node names its thread and that its
+    generation gave it; refused: the rest."""
     as_proxy = {}
     for thread, proxy in proxies.items():
         if proxy.member_id and proxy.generation_id >= 0:
-            mine = tuple(sorted(tp for tp in set(partitions) if owners.get(tp) == thread))
+            mine = tuple(
+                sorted(
+                    tp
+                    for tp in set(partitions)
+                    if owners.get(tp) == thread and tp in proxy.assigned
+                )
+            )
             if mine:
                 as_proxy[thread] = mine
     committed = {tp for tps in as_proxy.values() for tp in tps}
@@ -60,11 +68,13 @@ def reference(partitions, owners, proxies) -> CommitPlan:
     owners=st.dictionaries(st.sampled_from(T), st.sampled_from(THREADS)),
     proxies=st.dictionaries(
         st.sampled_from(THREADS[:3]),
-        st.tuples(st.sampled_from(["", "m"]), st.integers(-1, 5)),
+        st.tuples(
+            st.sampled_from(["", "m"]), st.integers(-1, 5), st.frozensets(st.sampled_from(T))
+        ),
     ),
 )
 def test_plan_matches_the_reference(partitions, owners, proxies):
-    view = {t: ProxyIdentity(m and f"{t}-{m}", t, g) for t, (m, g) in proxies.items()}
+    view = {t: ProxyIdentity(m and f"{t}-{m}", t, g, a) for t, (m, g, a) in proxies.items()}
     plan = plan_simple_commit(partitions, owners, view)
     want = reference(partitions, owners, view)
     assert plan.as_proxy == want.as_proxy
@@ -78,6 +88,16 @@ def test_an_unjoined_owners_partitions_are_kept_for_zookeeper_and_only_when_ahea
     plan = plan_simple_commit(T[:3], owners, {"g_c1-0": ProxyIdentity("", "g_c1-0", -1)})
     assert plan.between == {T[0], T[1]} and not plan.as_proxy
     assert ahead({T[0]: 5, T[1]: 7, T[2]: 9}, {T[0]: 5, T[1]: 3}) == {T[1]: 7, T[2]: 9}
+
+
+def test_a_partition_its_proxys_generation_did_not_give_it_is_kept_not_committed():
+    """The old thread still owns T[1] in ZooKeeper, but the proxy's generation moved it on
+    (a hand-over to a new member): Kafka would take the proxy's commit (it checks the
+    generation, not the partition) over the new owner's, so it is kept for ZooKeeper."""
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0"}
+    plan = plan_simple_commit(T[:2], owners, {"g_c1-0": joined("g_c1-0", 4, [T[0]])})
+    assert plan.as_proxy == {"g_c1-0": (T[0],)}
+    assert plan.between == {T[1]} and "generation 4 has not given it" in plan.refused[T[1]]
 
 
 # ---- the gateway's side: one retry with the proxy's fresh generation ---------------------
@@ -102,6 +122,7 @@ class Answers:
         self.codes = codes_by_generation
         self.stored = stored  # every partition's committed offset in Kafka
         self.asked: list[tuple[str, int, str]] = []
+        self.partitions: list[list[int]] = []  # per OffsetCommit, the partitions it carried
 
     async def __call__(self, core, group, build):
         from kafka.protocol.consumer import OffsetCommitResponse, OffsetFetchResponse
@@ -129,6 +150,9 @@ class Answers:
             )
         self.asked.append(
             (request.member_id, request.generation_id_or_member_epoch, request.group_instance_id)
+        )
+        self.partitions.append(
+            sorted(p.partition_index for t in request.topics for p in t.partitions)
         )
         code = self.codes.get(request.generation_id_or_member_epoch, 0)
         cls = OffsetCommitResponse[7]
@@ -197,6 +221,22 @@ def test_a_proxy_mid_rebalance_is_asked_again_with_its_fresh_generation(monkeypa
     assert answers.asked == [("g_c1-0-member", 3, "g_c1-0"), ("g_c1-0-member", 4, "g_c1-0")]
     assert codes == {("a", 0): 0, ("a", 1): 0, ("a", 2): 27}
     assert kept == {}  # a new member's partition is not kept anywhere
+
+
+def test_the_retry_leaves_out_what_the_fresh_generation_moved_to_another_member(monkeypatch):
+    """The race a clean-clone CI run hit: a commit refused mid-rebalance was retried as the
+    proxy's next generation, in which its partition had been handed to a new member; the
+    retry landed over the new member's own commit and the old consumer, given the partition
+    back, re-read what the new member had consumed."""
+    owners = {T[0]: "g_c1-0", T[1]: "g_c1-0"}
+    fresh = joined("g_c1-0", 4, [T[0]])  # generation 4 handed T[1] on
+    core = FakeCore([{"g_c1-0": joined("g_c1-0", 3)}, {"g_c1-0": fresh}])
+    answers = Answers({3: 27})
+    codes, kept = commit(monkeypatch, core, answers, owners)
+    assert answers.asked == [("g_c1-0-member", 3, "g_c1-0"), ("g_c1-0-member", 4, "g_c1-0")]
+    assert answers.partitions[-1] == [0]  # the retry carried T[0] only
+    assert codes == {("a", 0): 0, ("a", 1): 27, ("a", 2): 27}
+    assert kept == {T[1]: 11}  # where ahead, for the hand-over gate
 
 
 def test_still_rebalancing_after_the_retry_is_retriable_and_kept_in_zookeeper(monkeypatch):
