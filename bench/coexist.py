@@ -208,6 +208,33 @@ def run_mode(args, topic: str, tag: str, admin, coexist: bool, procs: list, logd
     return times
 
 
+def kill_all(procs: list) -> None:
+    """Whatever a case started and did not stop (an error mid-case)."""
+    for p in procs:
+        if isinstance(p, ConsumerProcess):
+            if p.proc.poll() is None:
+                p.kill()
+        elif p.poll() is None:
+            p.kill()
+
+
+def next_gen_only(args: argparse.Namespace) -> int:
+    """The two 4.x cases alone, with their verdict (issue 15's target compares them only)."""
+    from bench import coexist_next_gen
+
+    procs: list[subprocess.Popen | ConsumerProcess] = []
+    logdir = Path(tempfile.mkdtemp(prefix="bench-coexist-"))
+    try:
+        results = coexist_next_gen.run(args, procs, logdir)
+        print(f"\nmembership change -> converged on both sides, {PARTITIONS} partitions")
+        for mode, times in results.items():
+            print(summary(mode, times))
+        print(coexist_next_gen.verdict(results, logdir))
+        return 0
+    finally:
+        kill_all(procs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--changes", type=int, default=8)
@@ -216,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zookeeper4", help="a Kafka 4.x stack's (else a private one)")
     ap.add_argument("--bootstrap-server4")
     ap.add_argument("--no-next-gen", action="store_true", help="the 3.9 cases only")
+    ap.add_argument(
+        "--next-gen-only", action="store_true", help="the 4.x cases only (an A/B of issue 15's)"
+    )
     args = ap.parse_args(argv)
+    if args.next_gen_only:
+        return next_gen_only(args)
     stack = stack_unless_given(args)
     tag = uuid.uuid4().hex[:6]
     topic = f"bench-coexist-{tag}"
@@ -250,12 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             print(coexist_next_gen.verdict(results, logdir))
         return 0
     finally:
-        for p in procs:
-            if isinstance(p, ConsumerProcess):
-                if p.proc.poll() is None:
-                    p.kill()
-            elif p.poll() is None:
-                p.kill()
+        kill_all(procs)
         admin.close()
         if stack is not None:
             stack.discard()
