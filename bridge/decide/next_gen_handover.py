@@ -25,7 +25,7 @@ from bridge.decide.handover import OwnerNode, ZkGroupState, range_assignment
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.views import KafkaMember, MemberView
 from zkpaths import TopicPartition
-from zkpaths.mirror_ids import DYNAMIC_PREFIX, mirrored_consumer_id, mirrored_thread_id
+from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 
 Assignment = dict[TopicPartition, str]  # partition -> member id
 
@@ -141,51 +141,6 @@ class NextGenDecision:
     #: partition -> (broker's target owner, legacy range's owner), proxies' partitions only
     mismatches: dict[TopicPartition, tuple[str | None, str | None]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    #: registrations of departed new members kept under /ids (``lingering``): path -> the
-    #: ms their member was first seen gone (passed back in at the next pass)
-    departed: dict[str, int] = field(default_factory=dict)
-
-
-#: how long a departed new member's registration may stay under ``/ids`` while a proxy waits
-#: for the partitions its departure freed (``lingering``)
-LINGER_MS = 3000
-
-
-def lingering(
-    group: str,
-    bg: BrokerGroup,
-    desired: Mapping[str, Desired],
-    current: Mapping[str, Node],
-    departed_since: Mapping[str, int],
-    now_ms: int,
-) -> dict[str, int]:
-    """Registrations of new members that left the group, kept under ``/ids`` while some
-    proxy's target still has a partition the proxy does not hold (path -> first seen gone).
-
-    Removing a registration sets every old consumer rebalancing at once; an old thread
-    whose new partition is still fenced (its proxy has not got it from the broker yet)
-    fails its claim and backs off a whole ``rebalance.backoff.ms`` (1-2 s) before trying
-    again. Kept until the proxies hold what the departure freed (one rejoin, asked for
-    by ``proxies_to_rejoin``), the old threads find their partitions free at the first try.
-    Nothing is owned twice meanwhile: the old threads' range still counts the departed
-    member, so they claim less, never more. At most ``LINGER_MS``."""
-    waiting = any(
-        member in bg.proxies and bg.current.get(tp) != member for tp, member in bg.target.items()
-    )
-    if not waiting:
-        return {}
-    ids = zkpaths.consumer_ids_path(group) + "/"
-    prefix = group + DYNAMIC_PREFIX
-    out = {}
-    for path in current:
-        if not path.startswith(ids) or path in desired:
-            continue
-        if not path[len(ids) :].startswith(prefix):
-            continue  # an old consumer's own registration: never the bridge's to keep
-        since = departed_since.get(path, now_ms)
-        if now_ms - since < LINGER_MS:
-            out[path] = since
-    return out
 
 
 def proxies_owned(
@@ -296,11 +251,9 @@ def decide_next_gen_group(
     partitions: Mapping[str, int],
     current: Mapping[str, Node],
     now_ms: int,
-    departed_since: Mapping[str, int] | None = None,
 ) -> NextGenDecision:
     """The bridge's part of a mixed ``consumer`` group: mirrored new members (persistent,
-    as in classic coexistence; a departed one's kept a moment, ``lingering``), fences, what
-    each proxy reports as owned."""
+    as in classic coexistence), fences, what each proxy reports as owned."""
     out = NextGenDecision()
     d = out.desired
     d.update(structural(group))
@@ -320,9 +273,6 @@ def decide_next_gen_group(
             group, mirrored_consumer_id(group, m.member_id, m.group_instance_id)
         )
         d[path] = Desired(registration_data(tuple(m.topics or ()), current.get(path), now_ms))
-    out.departed = lingering(group, bg, d, current, departed_since or {}, now_ms)
-    for path in out.departed:
-        d[path] = Desired(current[path].data)
     proxies_owned(out, bg, zk, kafka_offsets)
     out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned, out.conditional)}
     wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets)

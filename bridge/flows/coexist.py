@@ -74,8 +74,6 @@ class Coexistence:
         #: mixed next-generation (``consumer``-type) groups as the last pass saw them, with
         #: their ZooKeeper state and Kafka offsets (a departing proxy commits from them)
         self.next_gen: dict[str, tuple[ZkGroupState, dict[TopicPartition, int]]] = {}
-        #: group -> departed new members' registrations kept a moment (decide.next_gen_handover)
-        self.departed: dict[str, dict[str, int]] = {}
         #: the brokers' group.consumer.heartbeat.interval.ms, read at the first mixed
         #: consumer-type group (the proxies there keep pace with it: next_gen_handover)
         self.consumer_heartbeat_ms: int | None = None
@@ -240,7 +238,6 @@ class Coexistence:
         if view is not None and view.group_type == CONSUMER and view.members and not view.error:
             self.next_gen[group] = (state, kafka_offsets)
             return decide_next_gen(self, group, view, state, partitions, current, now_ms)
-        self.departed.pop(group, None)
         if self.next_gen.pop(group, None) is not None:  # classic again: nothing to report
             for (g, _), proxy in self.proxies.items():
                 if g == group:

@@ -70,9 +70,7 @@ def decide_next_gen(
         partitions,
         current,
         now_ms,
-        coexist.departed.get(group),
     )
-    coexist.departed[group] = decision.departed
     proxies = group_proxies(coexist, group)
     broker_ms = coexist.consumer_heartbeat()
     for proxy in proxies.values():

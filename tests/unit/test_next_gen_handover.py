@@ -21,19 +21,14 @@ from hypothesis import strategies as st
 import zkpaths
 from bridge.decide.handover import OwnerNode, ZkGroupState
 from bridge.decide.next_gen_handover import (
-    LINGER_MS,
-    BrokerGroup,
     broker_group,
     decide_next_gen_group,
-    lingering,
     mismatches,
     paced_heartbeat_ms,
     proxies_to_rejoin,
 )
-from bridge.decide.plan import Desired, Node
 from bridge.kafka.views import MemberView
 from zkpaths import TopicPartition
-from zkpaths.mirror_ids import mirrored_consumer_id
 
 G, T, N_PART = "g", "t", 4
 THREADS = ("g_a-0", "g_b-0")  # old consumer threads
@@ -284,31 +279,3 @@ def test_a_target_other_than_the_legacy_range_is_reported_per_partition():
 )
 def test_a_proxy_in_a_consumer_group_heartbeats_as_often_as_its_members(own, broker, paced):
     assert paced_heartbeat_ms(own, broker) == paced
-
-
-def test_a_departed_new_members_registration_lingers_while_a_proxy_waits_for_its_partitions():
-    """A next-generation member left; the broker targets its partition at a proxy that has
-    not got it yet. Its registration stays under /ids (the old threads would otherwise
-    rebalance, find the partition still fenced and back off a whole rebalance.backoff.ms),
-    until the proxy holds it, and never longer than LINGER_MS; an old consumer's own
-    registration is never kept, nor is a member still in the group counted as departed."""
-    a = PROXIES_BY_THREAD[THREADS[0]]
-    gone = zkpaths.consumer_id_path(G, mirrored_consumer_id(G, "m-gone"))
-    old = zkpaths.consumer_id_path(G, "g_oldhost-1795714186564-a05c706d")
-    current = {gone: Node(b'{"v":1}'), old: Node(b'{"v":1}')}
-    waiting = BrokerGroup(G, PROXIES, {}, {TPS[1]: a}, {TPS[0]: a, TPS[1]: a})
-    assert lingering(G, waiting, {}, current, {}, 1000) == {gone: 1000}
-    assert lingering(G, waiting, {}, current, {gone: 1000}, 999 + LINGER_MS) == {gone: 1000}
-    assert lingering(G, waiting, {}, current, {gone: 1000}, 1000 + LINGER_MS) == {}
-    held = BrokerGroup(G, PROXIES, {}, {TPS[0]: a, TPS[1]: a}, {TPS[0]: a, TPS[1]: a})
-    assert lingering(G, held, {}, current, {gone: 1000}, 1500) == {}
-    assert lingering(G, waiting, {gone: Desired(b"x")}, current, {}, 1000) == {}
-
-    # through the decision: the node is desired as it is (no write), and reported back
-    members = (MemberView(a, "c", "h", (T,), {T: (1,)}, THREADS[0], {T: (0, 1)}),)
-    bg = broker_group(G, members, PROXIES, comparable=True)
-    zk = ZkGroupState(frozenset(THREADS), {}, {})
-    d = decide_next_gen_group(G, bg, members, zk, {}, {T: N_PART}, current, 1000, {})
-    assert d.departed == {gone: 1000} and d.desired[gone].data == b'{"v":1}'
-    assert old not in d.desired
-    assert THREADS[0] in d.rejoin  # the proxy is asked to take the freed partition now
