@@ -141,6 +141,25 @@ class NextGenDecision:
     #: partition -> (broker's target owner, legacy range's owner), proxies' partitions only
     mismatches: dict[TopicPartition, tuple[str | None, str | None]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: partitions the broker moves away from a proxy that still reports them owned
+    #: (``held_by_old_threads``)
+    held: frozenset[TopicPartition] = frozenset()
+
+
+def held_by_old_threads(
+    bg: BrokerGroup, owned: Mapping[str, frozenset[TopicPartition]]
+) -> frozenset[TopicPartition]:
+    """Partitions the broker's target moves away from a proxy that the proxy still reports
+    as owned: its old thread has not released them in ZooKeeper yet (or their final offsets
+    are not in Kafka yet). Nothing forces them (I1 first: the next owner waits), so a hold
+    longer than ``[coexistence] max_hold_s`` is what the flow reports."""
+    return frozenset(
+        tp
+        for tp, member in bg.current.items()
+        if (thread := bg.proxies.get(member)) is not None
+        and bg.target.get(tp) not in (None, member)
+        and tp in owned.get(thread, frozenset())
+    )
 
 
 def proxies_owned(
@@ -274,6 +293,7 @@ def decide_next_gen_group(
         )
         d[path] = Desired(registration_data(tuple(m.topics or ()), current.get(path), now_ms))
     proxies_owned(out, bg, zk, kafka_offsets)
+    out.held = held_by_old_threads(bg, out.owned)
     out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned, out.conditional)}
     wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets)
     for tp, thread in wanted.items():

@@ -74,6 +74,10 @@ class Coexistence:
         #: mixed next-generation (``consumer``-type) groups as the last pass saw them, with
         #: their ZooKeeper state and Kafka offsets (a departing proxy commits from them)
         self.next_gen: dict[str, tuple[ZkGroupState, dict[TopicPartition, int]]] = {}
+        #: consumer groups: partition -> since when (monotonic) an old thread holds it while
+        #: the broker moves it on, and what was last reported late (coexist_next_gen)
+        self.held_since: dict[str, dict[TopicPartition, float]] = {}
+        self.held_reported: dict[str, list[TopicPartition]] = {}
         #: the brokers' group.consumer.heartbeat.interval.ms, read at the first mixed
         #: consumer-type group (the proxies there keep pace with it: next_gen_handover)
         self.consumer_heartbeat_ms: int | None = None
@@ -238,6 +242,8 @@ class Coexistence:
         if view is not None and view.group_type == CONSUMER and view.members and not view.error:
             self.next_gen[group] = (state, kafka_offsets)
             return decide_next_gen(self, group, view, state, partitions, current, now_ms)
+        self.held_since.pop(group, None)
+        self.held_reported.pop(group, None)
         if self.next_gen.pop(group, None) is not None:  # classic again: nothing to report
             for (g, _), proxy in self.proxies.items():
                 if g == group:

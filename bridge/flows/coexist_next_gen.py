@@ -10,6 +10,7 @@ epoch), and a broker target that disagrees with the legacy range is reported.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from bridge.decide.handover import ZkGroupState
@@ -85,7 +86,39 @@ def decide_next_gen(
     for problem in decision.problems:
         coexist.report(group, problem, "partial")
     report_mismatches(coexist, group, view, decision)
+    report_held(coexist, group, decision.held, time.monotonic())
     return decision
+
+
+def report_held(
+    coexist: Coexistence, group: str, held: frozenset[TopicPartition], now: float
+) -> None:
+    """``[coexistence] max_hold_s`` in a ``consumer`` group: nothing is forced (the old
+    thread keeps the partition, its next owner waits), but a partition an old thread holds
+    past it is reported (one warning naming them, ``zkbridge_gate_timeouts{group}``), as
+    the classic leader gate reports its timeout."""
+    before = coexist.held_since.get(group, {})
+    since = {tp: before.get(tp, now) for tp in held}
+    coexist.held_since[group] = since
+    late = sorted(
+        (tp for tp, t in since.items() if now - t > coexist.max_hold_s),
+        key=lambda tp: (tp.topic, tp.partition),
+    )
+    if not late:
+        coexist.held_reported.pop(group, None)
+        return
+    if late == coexist.held_reported.get(group):
+        return
+    coexist.held_reported[group] = late
+    METRICS.gate_timeouts.labels(group=group).inc()
+    coexist.report(
+        group,
+        f"old threads have not released {', '.join(f'{tp.topic}-{tp.partition}' for tp in late)} "
+        f"for more than {coexist.max_hold_s}s (coexistence.max_hold_s) while the broker "
+        "moves them to another member, which waits: an old consumer slow to rebalance, "
+        "or one whose offsets cannot be committed (docs/coexistence.md)",
+        "gate_timeout",
+    )
 
 
 def commit_as(

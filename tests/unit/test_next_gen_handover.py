@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 import zkpaths
 from bridge.decide.handover import OwnerNode, ZkGroupState
 from bridge.decide.next_gen_handover import (
+    BrokerGroup,
     broker_group,
     decide_next_gen_group,
+    held_by_old_threads,
     mismatches,
     paced_heartbeat_ms,
     proxies_to_rejoin,
@@ -279,3 +281,43 @@ def test_a_target_other_than_the_legacy_range_is_reported_per_partition():
 )
 def test_a_proxy_in_a_consumer_group_heartbeats_as_often_as_its_members(own, broker, paced):
     assert paced_heartbeat_ms(own, broker) == paced
+
+
+def test_partitions_an_old_thread_holds_while_the_broker_moves_them_on_are_held():
+    """Held: in a proxy's current assignment, targeted at another member, still reported
+    owned by the proxy. Not held: released by the proxy, kept by the target, or with no
+    target yet (a stale target after a departure)."""
+    a = PROXIES_BY_THREAD[THREADS[0]]
+    bg = BrokerGroup(
+        G,
+        PROXIES,
+        {"m-1": "g_~~m-1-0"},
+        {TPS[0]: a, TPS[1]: a, TPS[2]: a, TPS[3]: a},
+        {TPS[0]: "m-1", TPS[1]: "m-1", TPS[2]: a},
+    )
+    owned = {THREADS[0]: frozenset({TPS[0], TPS[2], TPS[3]}), THREADS[1]: frozenset()}
+    assert held_by_old_threads(bg, owned) == {TPS[0]}
+
+
+def test_a_hold_past_max_hold_s_is_reported_once_and_again_when_it_changes():
+    from types import SimpleNamespace
+
+    from bridge.flows.coexist_next_gen import report_held
+
+    said: list[str] = []
+    coexist = SimpleNamespace(
+        held_since={},
+        held_reported={},
+        max_hold_s=15.0,
+        report=lambda group, message, kind: said.append(f"{kind}: {message}"),
+    )
+    report_held(coexist, G, frozenset({TPS[0]}), 100.0)
+    report_held(coexist, G, frozenset({TPS[0], TPS[1]}), 110.0)
+    assert said == []  # within max_hold_s
+    report_held(coexist, G, frozenset({TPS[0], TPS[1]}), 115.5)
+    report_held(coexist, G, frozenset({TPS[0], TPS[1]}), 116.0)
+    assert len(said) == 1 and said[0].startswith("gate_timeout: old threads have not released t-0 ")
+    report_held(coexist, G, frozenset({TPS[0], TPS[1]}), 125.5)  # t-1 late too now
+    assert len(said) == 2 and "t-0, t-1" in said[1]
+    report_held(coexist, G, frozenset(), 126.0)  # released: nothing held, nothing said
+    assert coexist.held_since[G] == {} and G not in coexist.held_reported and len(said) == 2
