@@ -96,7 +96,7 @@ def report_held(
     """``[coexistence] max_hold_s`` in a ``consumer`` group: nothing is forced (the old
     thread keeps the partition, its next owner waits), but a partition an old thread holds
     past it is reported (one warning naming them, ``zkbridge_gate_timeouts{group}``), as
-    the classic leader gate reports its timeout."""
+    the classic leader gate reports its timeout; again only when more become late."""
     before = coexist.held_since.get(group, {})
     since = {tp: before.get(tp, now) for tp in held}
     coexist.held_since[group] = since
@@ -107,7 +107,8 @@ def report_held(
     if not late:
         coexist.held_reported.pop(group, None)
         return
-    if late == coexist.held_reported.get(group):
+    if set(late) <= set(coexist.held_reported.get(group, ())):
+        coexist.held_reported[group] = late  # fewer than reported: released, not news
         return
     coexist.held_reported[group] = late
     METRICS.gate_timeouts.labels(group=group).inc()
