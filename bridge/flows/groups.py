@@ -184,8 +184,8 @@ class GroupMirrorFlow(GroupStorageModes):
         in full once per term and then verified a page per tick (:class:`OwnedTree`)."""
         self.watched.clear()  # the safety net for a watch lost any other way
         self.watched_data.clear()
-        if self.follower is not None:
-            self.kafka.picture = None  # the full reconcile: every group asked again
+        if self.follower is not None and not self.kafka.resync():
+            log.info("resync deferred: the reconcile under way is not finished")
         self.tree.resync(pages)
 
     def tick(self) -> int:

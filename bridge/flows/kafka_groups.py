@@ -215,6 +215,20 @@ class KafkaGroupsReader:
         ]
         return {**views, **read_groups(self.admin, again, types)} if again else views
 
+    def reconciling(self) -> bool:
+        """A paged reconcile is under way (a full read done, pages left to go)."""
+        return self._pages is not None
+
+    def resync(self) -> bool:
+        """Ask for the full reconcile (every group read again, then paged), unless one is
+        under way: at fleet size a pass can outlast ``bridge.resync_interval_s``, and
+        starting over each time never reached the groups of its last pages. Returns
+        whether it was asked for."""
+        if self.reconciling():
+            return False
+        self.picture = None
+        return True
+
     def next_page(self, groups: set[str], sizes: dict[str, int]) -> set[str]:
         """After a full read: the next page of groups (see ``PAGE_OFFSETS``), with a
         progress line every ``PROGRESS_EVERY_S``."""
