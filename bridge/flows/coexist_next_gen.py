@@ -112,11 +112,14 @@ def report_held(
         return
     coexist.held_reported[group] = late
     METRICS.gate_timeouts.labels(group=group).inc()
+    named = ", ".join(f"{tp.topic}-{tp.partition}" for tp in late[:10])
+    if len(late) > 10:
+        named += f" and {len(late) - 10} more"
     coexist.report(
         group,
-        f"old threads have not released {', '.join(f'{tp.topic}-{tp.partition}' for tp in late)} "
-        f"for more than {coexist.max_hold_s}s (coexistence.max_hold_s) while the broker "
-        "moves them to another member, which waits: an old consumer slow to rebalance, "
+        f"old threads have not released {named} for more than {coexist.max_hold_s}s "
+        "(coexistence.max_hold_s) while the broker moves them to another member, which "
+        "waits: an old consumer slow to rebalance, "
         "or one whose offsets cannot be committed (docs/coexistence.md)",
         "gate_timeout",
     )
