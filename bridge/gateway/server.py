@@ -265,10 +265,15 @@ class Gateway:
         self._cluster.close()
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop (and the listeners with it) and wait for its thread. Scheduled even
+        when the loop is not running yet: ``start`` returns just before ``run_forever``,
+        and a stop in that moment used to leave the thread serving (and logging) forever."""
         if self._loop is None or self._thread is None:
             return
-        if self._loop.is_running():
+        try:
             self._loop.call_soon_threadsafe(self._loop.stop)
+        except RuntimeError:  # closed: the thread is done already
+            pass
         self._thread.join(timeout)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
