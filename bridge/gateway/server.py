@@ -148,6 +148,7 @@ class Gateway:
         self.tunables = Tunables(**tunables)
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_asked = False
         self._server: asyncio.base_events.Server | None = None
         self._address: tuple[str, int] | None = None
         self._clients: set[asyncio.Task] = set()
@@ -179,6 +180,7 @@ class Gateway:
     def start(self) -> None:
         ready: dict = {}
         started = threading.Event()
+        self._stop_asked = False
         self._thread = threading.Thread(
             target=self._run, args=(ready, started), name="gateway", daemon=True
         )
@@ -270,10 +272,12 @@ class Gateway:
         and a stop in that moment used to leave the thread serving (and logging) forever."""
         if self._loop is None or self._thread is None:
             return
-        try:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        except RuntimeError:  # closed: the thread is done already
-            pass
+        if not self._stop_asked:  # once: a second stop during the shutdown would cut it
+            self._stop_asked = True
+            try:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            except RuntimeError:  # closed: the thread is done already
+                pass
         self._thread.join(timeout)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
