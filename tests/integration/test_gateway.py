@@ -396,7 +396,7 @@ def test_partitions_of_several_leaders_and_a_moved_leader(client, admin, topic_n
     other = next(p for p in range(3) if leaders[p] != leaders[0])
     part = FetchRequest.FetchTopic.FetchPartition
     request = FetchRequest[3](
-        replica_id=-1, max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20,
+        replica_id=-1, max_wait_ms=30000, min_bytes=1, max_bytes=1 << 20,
         topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
             part(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
             part(partition=other, fetch_offset=1, partition_max_bytes=1 << 20),  # its end
@@ -404,7 +404,9 @@ def test_partitions_of_several_leaders_and_a_moved_leader(client, admin, topic_n
     )  # fmt: skip
     started = time.monotonic()
     answer = client.send(request)
-    assert time.monotonic() - started < 2.5
+    # answered on the first leader's data, not after max_wait (30 s) on the other's: the
+    # margin is wide so a loaded machine cannot blur the two (it was 2.5 s of 5 s)
+    assert time.monotonic() - started < 15
     assert [len(p.records) > 0 for p in answer.responses[0].partitions] == [True, False]
     old = leaders[0]
     replicas = next(
