@@ -113,7 +113,7 @@ class Coexistence:
                 thread not in threads or proxy.topics != tuple(sorted(threads[thread]))
             ):
                 if g in self.next_gen:
-                    commit_departed(proxy, *self.next_gen[g])
+                    commit_departed(self.committer, proxy, *self.next_gen[g])
                 proxy.stop(leave=True)
                 del self.proxies[(g, thread)]
                 log.info("proxy left", extra={"group": g, "thread_id": thread})
@@ -395,8 +395,9 @@ class Coexistence:
                 return
 
     def _commit_to_kafka(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        """The old owners' final offsets, into the live group before the leader syncs."""
-        self.committer.commit(group, offsets, "zk_to_kafka_handover")
+        """The old owners' final offsets, into the live group before the leader syncs
+        (where Kafka is still behind them: the copies may have put newer ones in)."""
+        self.committer.commit_ahead({group: offsets}, "zk_to_kafka_handover")
 
 
 def _stable_generation(view: GroupView) -> JoinedGeneration:

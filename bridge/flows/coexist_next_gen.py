@@ -2,9 +2,11 @@
 
 A ``consumer``-type group with old consumers registered: the proxies (already joined by
 ``Coexistence.ensure_proxies``) are told what to report as owned, the old threads' final
-offsets are committed in Kafka *as their proxies* (a ``consumer`` group refuses commits from
-outside, transactional or not: ConsumerGroup.validateOffsetCommit wants a member id and its
-epoch), and a broker target that disagrees with the legacy range is reported.
+offsets are committed in Kafka *as their proxies* (ConsumerGroup.validateOffsetCommit wants
+a member id and its epoch from a commit into a non-empty ``consumer`` group; 4.4.0 also takes
+a transactional one with neither, which the groups flow's copies use, but earlier 4.x
+releases refuse it), and a broker target that disagrees with the legacy range is reported.
+Those commits and the copies read Kafka again under one lock first (``commit_ahead_as``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from bridge.decide.next_gen_handover import (
     paced_heartbeat_ms,
 )
 from bridge.decide.plan import Node
+from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
@@ -135,16 +138,33 @@ def commit_as(
     partition go only once Kafka shows them (the next pass reads them back)."""
     if proxy is None:
         return
-    error = proxy.commit(offsets)
+    committed, error = commit_ahead_as(coexist.committer, group, proxy, offsets)
     if error:
         log.warning(
             "commit as proxy %s in %s failed (retried next tick): %s", proxy.thread_id, group, error
         )
-    else:
+    elif committed:
         log.info(
             "old thread's final offsets committed as its proxy",
-            extra={"group": group, "thread_id": proxy.thread_id, "partitions": len(offsets)},
+            extra={"group": group, "thread_id": proxy.thread_id, "partitions": committed},
         )
+
+
+def commit_ahead_as(
+    committer: OffsetCommitter,
+    group: str,
+    proxy: ProxyMember,
+    offsets: dict[TopicPartition, int],
+) -> tuple[int, str | None]:
+    """Commit as ``proxy`` the ``offsets`` Kafka is still behind, read again under the
+    committer's lock: the pass decided them from a picture a moment old, and the groups
+    flow's copies may have put newer ones in since (``OffsetCommitter.commit_ahead``).
+    Returns how many were committed and the error, if any."""
+    with committer.lock:
+        ahead = committer.ahead({group: offsets}).get(group, {})
+        if not ahead:
+            return 0, None
+        return len(ahead), proxy.commit(ahead)
 
 
 def report_mismatches(
@@ -169,7 +189,10 @@ def report_mismatches(
 
 
 def commit_departed(
-    proxy: ProxyMember, state: ZkGroupState | None, kafka: dict[TopicPartition, int]
+    committer: OffsetCommitter,
+    proxy: ProxyMember,
+    state: ZkGroupState | None,
+    kafka: dict[TopicPartition, int],
 ) -> None:
     """Before a departed thread's proxy leaves a ``consumer`` group: its thread's last
     ZooKeeper offsets, where ahead of Kafka, committed as the proxy (once it left, nobody
@@ -180,6 +203,6 @@ def commit_departed(
     mine |= proxy.owned
     ahead = {tp: o for tp, o in state.offsets.items() if tp in mine and o > kafka.get(tp, -1)}
     if ahead:
-        error = proxy.commit(ahead)
+        _, error = commit_ahead_as(committer, proxy.group_id, proxy, ahead)
         if error:
             log.warning("final commit of departed %s failed: %s", proxy.thread_id, error)

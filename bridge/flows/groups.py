@@ -162,9 +162,7 @@ class GroupMirrorFlow(GroupStorageModes):
             interval_s=self.full_interval_s,
         )
         self.copies = (
-            CopiesToKafka(
-                self.admin, self.committer, self._report_once, check_ahead=self.follower is not None
-            )
+            CopiesToKafka(self.admin, self.committer, self._report_once)
             if self.committer is not None
             else None
         )

@@ -10,8 +10,10 @@ falling back to one transaction per group when Kafka refuses the batch.
 
 Nothing is lost: a copy that fails is reported and decided again by a later tick, which
 reads both stores again (the copies are a function of what the tick read, not a queue of
-events); a copy that a member's own commit overtook is dropped by the check against
-OffsetFetch made just before the transaction (I2).
+events). A copy is decided from a picture a moment old and waits here for the transaction
+before it: what Kafka has at or past it meanwhile (a member's own commit, the hand-over's
+final offsets, a commit as a proxy, all newer) is dropped by the committer's fresh
+OffsetFetch under its lock (``OffsetCommitter.commit_ahead``), never committed over (I2).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from kafka.errors import KafkaError
 
 from bridge.kafka.calls import KafkaCallTimeout
 from bridge.kafka.commit import OffsetCommitter
-from bridge.kafka.groups import read_offsets
 from zkpaths import TopicPartition
 
 Copies = dict[str, dict[TopicPartition, int]]
@@ -39,14 +40,10 @@ class CopiesToKafka:
         admin: KafkaAdminClient,
         committer: OffsetCommitter,
         report: Report,
-        check_ahead: bool,
     ) -> None:
-        """``check_ahead``: ask OffsetFetch first and drop copies Kafka is already at or
-        past (the flow's picture may be a moment old with a follower)."""
         self.admin = admin
         self.committer = committer
         self.report = report
-        self.check_ahead = check_ahead
         self._lock = threading.Condition()
         self._pending: Copies = {}
         self._busy = False
@@ -113,13 +110,11 @@ class CopiesToKafka:
     def _commit(self, copies: Copies) -> None:
         """One transaction for every group; one per group when Kafka refuses it."""
         copies = {g: o for g, o in copies.items() if self.holds(g)}
-        if self.check_ahead and copies:
-            copies = self._still_ahead(copies)
         if not copies:
             return
         try:
             self.transactions += 1
-            self.committer.commit_groups(copies, "by_mode")
+            self.committer.commit_ahead(copies, "by_mode")
             return
         except KafkaError as exc:
             if isinstance(exc, KafkaCallTimeout) or len(copies) == 1:
@@ -129,20 +124,6 @@ class CopiesToKafka:
         for group, offsets in copies.items():  # one group refused: the others go on alone
             try:
                 self.transactions += 1
-                self.committer.commit(group, offsets, "by_mode")
+                self.committer.commit_ahead({group: offsets}, "by_mode")
             except KafkaError as exc:
                 self.report(group, f"offset commit into Kafka failed: {exc}", "kafka")
-
-    def _still_ahead(self, copies: Copies) -> Copies:
-        """The copies still ahead of Kafka, asked now: a commit decided from a picture a
-        moment old must not move back an offset a member committed since (I2)."""
-        fresh = read_offsets(self.admin, sorted(copies))
-        out: Copies = {}
-        for group, offsets in copies.items():
-            now = fresh.get(group)
-            if not isinstance(now, dict):
-                continue  # not readable now: decided again by a later tick
-            ahead = {tp: o for tp, o in offsets.items() if now.get(tp, -1) < o}
-            if ahead:
-                out[group] = ahead
-        return out

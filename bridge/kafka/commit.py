@@ -7,7 +7,12 @@ completes a rebalance; an admin commit needs an empty group. A transactional off
 longer commit (I3 on the Kafka side). For the same reason a committer never initialises its
 producer a second time: that would fence the successor back.
 
-The flows and ``zk-bridge offsets import/reset`` commit through this one class.
+The flows and ``zk-bridge offsets import/reset`` commit through this one class. Every copy
+of ZooKeeper offsets the bridge makes into a live group (the groups flow's copies, a
+hand-over's final offsets, a commit as a proxy) reads Kafka again and commits under
+:attr:`OffsetCommitter.lock` (:meth:`OffsetCommitter.commit_ahead`): Kafka keeps the last
+commit, not the highest, so a copy decided from an older picture must never land after a
+newer one, the bridge's own or a member's (I2).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
 from bridge.kafka.calls import KafkaCallTimeout, bound_s, bounded
-from bridge.kafka.groups import fetch_offsets
+from bridge.kafka.groups import fetch_offsets, read_offsets
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
@@ -60,8 +65,9 @@ class OffsetCommitter:
         #: a transaction that outlived its bound; no other starts until it ended
         self._unfinished: Future | None = None
         #: one transaction at a time: the groups flow commits on its own thread, a
-        #: hand-over on the tick's
-        self._lock = threading.Lock()
+        #: hand-over on the tick's; held from the read of Kafka to the commit by
+        #: :meth:`commit_ahead` and by commits as a proxy (re-entrant for them)
+        self.lock = threading.RLock()
 
     def commit(self, group: str, offsets: Offsets, direction: str) -> None:
         """Commit ``offsets`` of one group and wait until Kafka shows them (at least them:
@@ -78,8 +84,31 @@ class OffsetCommitter:
         per_group = {g: dict(o) for g, o in per_group.items() if o}
         if not per_group:
             return []
-        with self._lock:
+        with self.lock:
             return self._commit_locked(per_group, direction, exact)
+
+    def commit_ahead(self, per_group: Mapping[str, Offsets], direction: str) -> list[str]:
+        """Commit only what Kafka is still behind, read now and committed under
+        :attr:`lock` (see the module docstring); returns the groups late to show it."""
+        with self.lock:
+            return self.commit_groups(self.ahead(per_group), direction)
+
+    def ahead(self, per_group: Mapping[str, Offsets]) -> dict[str, dict[TopicPartition, int]]:
+        """The offsets Kafka is behind now (one OffsetFetch per coordinator). A group not
+        readable now is left out: its copies are decided again by a later pass. Hold
+        :attr:`lock` until the commit, or another copy may land in between."""
+        per_group = {g: o for g, o in per_group.items() if o}
+        if not per_group:
+            return {}
+        fresh = read_offsets(self.admin, sorted(per_group))
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for group, offsets in per_group.items():
+            now = fresh.get(group)
+            if isinstance(now, dict):
+                ahead = {tp: o for tp, o in offsets.items() if now.get(tp, -1) < o}
+                if ahead:
+                    out[group] = ahead
+        return out
 
     def _commit_locked(
         self, per_group: dict[str, dict[TopicPartition, int]], direction: str, exact: bool

@@ -1,7 +1,8 @@
 """CopiesToKafka: the groups flow's copies into Kafka, committed off the tick's thread.
 
-A fake committer stands in for Kafka (the integration tests in test_zk_mode_commits.py
-commit for real): what matters here is which transactions the thread sends.
+A fake committer stands in for Kafka (the integration tests in test_zk_mode_commits.py and
+test_copies_in_order.py commit for real, the latter a copy overtaken while it waited):
+what matters here is which transactions the thread sends.
 """
 
 from __future__ import annotations
@@ -26,24 +27,16 @@ class FakeCommitter:
         self.refuse = refuse
         self.release = threading.Event()
 
-    def commit_groups(self, per_group, direction):
+    def commit_ahead(self, per_group, direction):
         self.release.wait(10)
         self.transactions.append({g: dict(o) for g, o in per_group.items()})
         if self.refuse & set(per_group):
             raise KafkaError("refused")
         return []
 
-    def commit(self, group, offsets, direction):
-        self.commit_groups({group: offsets}, direction)
-
 
 def copies(committer: FakeCommitter, reported: list) -> CopiesToKafka:
-    return CopiesToKafka(
-        None,
-        committer,
-        lambda *a: reported.append(a),
-        check_ahead=False,  # type: ignore[arg-type]
-    )
+    return CopiesToKafka(None, committer, lambda *a: reported.append(a))  # type: ignore[arg-type]
 
 
 def test_everything_handed_over_during_a_commit_goes_in_the_next_transaction() -> None:
