@@ -116,7 +116,7 @@ class StormSpouts:
                 return None
         if plan.to_kafka and self.committer is not None:
             try:
-                self.committer.commit(g, plan.to_kafka, "by_mode")
+                self.committer.commit_ahead({g: plan.to_kafka}, "by_mode")
             except KafkaError as exc:
                 self.report(g, f"offset commit into Kafka failed: {exc}", "kafka")
         return plan.after
