@@ -48,6 +48,15 @@ PARTITIONS = 12
 OLD = MIGRATION_SETTINGS
 
 
+def old_settings(args: argparse.Namespace) -> list[str]:
+    """The old consumers' settings, the same in every case of the run (like with like);
+    ``--rebalance-backoff-ms`` replaces the devstack's 1,000 ms wait after a failed claim."""
+    backoff = getattr(args, "rebalance_backoff_ms", None)
+    if backoff is None:
+        return list(OLD)
+    return [*OLD, "--prop", f"rebalance.backoff.ms={backoff}"]
+
+
 def legacy_view(zk: KazooClient, group: str, topic: str) -> tuple[dict, dict] | None:
     """(expected owners from the legacy range over /ids, actual owner nodes)."""
     base = f"/consumers/{group}"
@@ -147,7 +156,7 @@ class Group:
             self.args.zookeeper + self.chroot,
             self.group,
             [self.topic],
-            extra=OLD,
+            extra=old_settings(self.args),
             log=self.logdir / f"old-{len(self.procs)}.log",
         )
         self.procs.append(c)
@@ -243,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zookeeper4", help="a Kafka 4.x stack's (else a private one)")
     ap.add_argument("--bootstrap-server4")
     ap.add_argument("--no-next-gen", action="store_true", help="the 3.9 cases only")
+    ap.add_argument(
+        "--rebalance-backoff-ms",
+        type=int,
+        help="every case's old consumers' rebalance.backoff.ms (default: the devstack's 1000)",
+    )
     ap.add_argument(
         "--next-gen-only", action="store_true", help="the 4.x cases only (an A/B of issue 15's)"
     )
