@@ -28,6 +28,10 @@ long-gone topics are common in old ZooKeeper trees.
 
 ZooKeeper's ``-1`` (the old consumer's "owned but nothing fetched yet") is an offset like any
 other here; it is below every real offset, as in the dual-commit fetch rule ``max(zk, kafka)``.
+
+The group's type (classic, or next-generation ``consumer``, KIP-848) changes nothing but a
+note: the bridge keeps a mixed group of either type, and its offsets in both stores, the
+same way (docs/coexistence.md), and the live gates of ``zk-bridge migrate`` judge both alike.
 """
 
 from __future__ import annotations
@@ -164,12 +168,6 @@ def _one_way_blockers(f: GroupFacts, source: str) -> tuple[list[str], list[str]]
 
 def _migrate_blockers(f: GroupFacts) -> list[str]:
     out, ends = _one_way_blockers(f, "zk")
-    if _next_gen_members(f) and f.zk_consumers:
-        out.append(
-            f"{f.zk_consumers} old consumer(s) and {f.kafka_members} next-generation member(s) "
-            "in one group: the audit's gates do not cover a mixed next-generation group "
-            "yet (docs/audit.md)"
-        )
     return out + ends
 
 
@@ -196,21 +194,8 @@ def _finalize_blockers(f: GroupFacts) -> list[str]:
     return out + ends
 
 
-def _next_gen_members(f: GroupFacts) -> int:
-    """Members of a next-generation group: the audit's gates predate coexistence with such
-    groups (docs/coexistence.md) and stay conservative: they must be gone before old
-    consumers return."""
-    return f.kafka_members if f.kafka_group_type == CONSUMER else 0
-
-
 def _roll_back_blockers(f: GroupFacts) -> list[str]:
     out, ends = _one_way_blockers(f, "kafka")
-    if _next_gen_members(f):
-        out.append(
-            f"{f.kafka_members} member(s) in the next-generation (consumer-type) Kafka group: "
-            "the audit does not vouch for rolling back a mixed next-generation group yet, "
-            "stop them first"
-        )
     if f.zk_writable is False:
         out.append(f"ZooKeeper offsets not writable: {f.zk_not_writable or 'ACL'}")
     return out + ends

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bridge.audit.verdict import (
     BLOCKED,
@@ -150,26 +152,41 @@ def test_long_lists_are_summarised() -> None:
     )
 
 
-def test_a_next_generation_group_with_members_cannot_roll_back() -> None:
-    """Old consumers cannot share a consumer-type group (KIP-848) yet: its members must be
-    gone before a roll back; a classic group's members are only noted, as before."""
-    parts = (p(0, 5, 10), p(1, 20, 20))  # Kafka ahead: ready to roll back otherwise
-    classic = decide(facts(*parts, kafka_members=2, kafka_group_type="classic"))
-    assert classic.verdict == READY_TO_ROLL_BACK and classic.can_roll_back
-    assert "2 member(s) in the Kafka group" in classic.notes
+def test_a_next_generation_group_is_judged_as_a_classic_one_but_for_its_note() -> None:
+    """The bridge keeps a mixed group of either type the same way (the e2e
+    test_coexistence_next_gen, test_migration_next_gen): a consumer-type group's members
+    block nothing a classic group's would not."""
+    parts = (p(0, 5, 10), p(1, 20, 20))  # Kafka ahead: ready to roll back
     v = decide(facts(*parts, kafka_members=2, kafka_group_type="consumer"))
-    assert v.verdict == BLOCKED and not v.can_roll_back
-    assert any("2 member(s) in the next-generation" in r for r in v.reasons)
+    assert v.verdict == READY_TO_ROLL_BACK and v.can_roll_back
     assert "2 member(s) in the Kafka group (next-generation)" in v.notes
-    gone = decide(facts(*parts, kafka_members=0, kafka_group_type="consumer"))
-    assert gone.verdict == READY_TO_ROLL_BACK  # its members left: the control
+    classic = decide(facts(*parts, kafka_members=2, kafka_group_type="classic"))
+    assert "2 member(s) in the Kafka group" in classic.notes
+    mixed = decide(
+        facts(p(0, 10), p(1, 20), zk_consumers=1, kafka_members=1, kafka_group_type="consumer")
+    )
+    assert mixed.verdict == READY_TO_MIGRATE
 
 
-def test_old_consumers_and_next_generation_members_in_one_group_cannot_migrate() -> None:
-    parts = (p(0, 10), p(1, 20))  # ZooKeeper complete: ready to migrate otherwise
-    alone = decide(facts(*parts, zk_consumers=1, kafka_group_type="consumer"))
-    assert alone.verdict == READY_TO_MIGRATE
-    v = decide(facts(*parts, zk_consumers=1, kafka_members=1, kafka_group_type="consumer"))
-    assert not v.can_migrate
-    assert any("mixed next-generation group" in b for b in v.blockers[READY_TO_MIGRATE])
-    assert decide(facts(*parts, zk_consumers=1, kafka_members=1)).can_migrate  # classic
+offsets = st.one_of(st.none(), st.integers(-1, 30))
+
+
+@given(
+    st.lists(st.tuples(offsets, offsets, st.one_of(st.none(), st.integers(0, 30))), max_size=4),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.sampled_from([True, False, None]),
+)
+def test_the_group_type_changes_only_the_note(rows, zk_consumers, kafka_members, writable) -> None:
+    """Against the classic group as the reference: same facts, same verdict and blockers."""
+    parts = tuple(p(i, zk, kafka, end) for i, (zk, kafka, end) in enumerate(rows))
+    kw = dict(zk_consumers=zk_consumers, kafka_members=kafka_members, zk_writable=writable)
+    classic = decide(facts(*parts, kafka_group_type="classic", **kw))
+    next_gen = decide(facts(*parts, kafka_group_type="consumer", **kw))
+    assert (next_gen.verdict, next_gen.reasons, next_gen.blockers) == (
+        classic.verdict,
+        classic.reasons,
+        classic.blockers,
+    )
+    renamed = tuple(n.replace(" (next-generation)", "") for n in next_gen.notes)
+    assert renamed == classic.notes
