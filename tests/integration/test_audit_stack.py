@@ -724,13 +724,14 @@ def test_records_of_unknown_versions_are_counted_not_fatal(spark, tmp_path) -> N
     # x-g's last commit is of a version this decoder does not read: it cannot be judged
     assert groups["x-g"]["verdict"] == BLOCKED
     assert "offset commit value v9 is newer than this decoder" in groups["x-g"]["reasons"][0]
-    # x-n is ready to roll back but for its live next-generation member
+    # x-n, Kafka ahead, is ready to roll back as a classic group would be: its live
+    # next-generation member and its old consumer are noted, not blockers
     n = groups["x-n"]
     assert (n["kafka_group_type"], n["kafka_members"], n["kafka_generation"]) == ("consumer", 1, 7)
-    assert n["verdict"] == BLOCKED and not n["can_roll_back"] and not n["can_finalize"]
-    assert any("1 member(s) in the next-generation" in r for r in n["reasons"])
+    assert n["verdict"] == READY_TO_ROLL_BACK and n["can_roll_back"] and not n["can_finalize"]
+    assert "1 member(s) in the Kafka group (next-generation)" in n["notes"]
     assert n["zk_consumers"] == 1  # the mirrored member is not an old consumer
-    assert any("1 old consumer(s) and 1 next-generation member(s)" in r for r in n["reasons"])
+    assert "1 old consumer(s) registered in ZooKeeper" in n["notes"]
     assert groups["x-g"]["kafka_group_type"] == "consumer"  # its epoch record, cut short
     # x-h's only commit is a truncated v3 value
     assert groups["x-h"]["verdict"] == BLOCKED
