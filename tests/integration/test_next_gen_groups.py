@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from prometheus_client.parser import text_string_to_metric_families
 
 from bridge.audit import next_gen
@@ -30,7 +31,7 @@ from tests.conftest import wait_for
 from tests.integration.test_group_mirror import register_old_consumer, zk_view
 from tests.integration.test_migrate import cli
 from tests.integration.test_ops import free_port, get
-from zkpaths.mirror_ids import mirrored_consumer_id
+from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 
 pytestmark = pytest.mark.integration
 
@@ -477,3 +478,98 @@ def proxy_holds(admin, group: str, partitions: int) -> bool:
     if len(view.members) != 1 or view.members[0].client_id != "zk-bridge-proxy":
         return False
     return sum(len(ps) for ps in (view.members[0].assignment or {}).values()) == partitions
+
+
+def test_a_bridge_started_after_a_next_gen_member_joined_shares_the_group_safely(
+    stack, zk, admin, start_bridge, topic_name, tmp_path
+):
+    """The bridge comes up (or a standby takes over) while a next-generation member holds
+    every partition and an old consumer is registered with nothing claimed (waiting, as a
+    0.10 consumer whose claims failed does). Its proxy joins the ``consumer``-type group, the
+    broker moves half the partitions to it; from the bridge's first owner node on, a
+    partition the broker shows in the member's current assignment is never left free in
+    ZooKeeper (read first) for the old thread to claim. Settled, the old thread's claims (as
+    the 0.10 consumer makes them) succeed exactly for what the broker gave its proxy and
+    fail for the member's. The control: before the bridge nothing fences anything."""
+    topic = topic_name("t")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    group = f"{topic}-late"
+    member = start(stack, group, topic, tmp_path, "ng", props={"group.remote.assignor": "range"})
+    try:
+        settled(admin, group, [member])
+        thread = f"{register_old_consumer(zk, group, topic)}-0"
+        owners_path = f"/consumers/{group}/owners/{topic}"
+        assert not zk.exists(owners_path)  # the control: the old thread could claim anything
+        start_bridge()
+
+        def zk_owners() -> dict[int, str]:
+            out = {}
+            for p in zk.get_children(owners_path) if zk.exists(owners_path) else ():
+                try:
+                    out[int(p)] = zk.get(f"{owners_path}/{p}")[0].decode()
+                except NoNodeError:
+                    pass
+            return out
+
+        wait_for(zk_owners, 60, 0.05, "the bridge's first owner node")
+        samples = 0
+        while True:
+            owners = zk_owners()
+            view = consumer_group(admin, group)
+            ng = next(m for m in view.members if m.client_id == "ng")
+            held = set(ng.assignment.get(topic, ()))
+            free = sorted(p for p in held if p not in owners)
+            assert not free, f"partitions {free} free in ZooKeeper while the member has them"
+            samples += 1
+            proxy = [m for m in view.members if m.client_id == "zk-bridge-proxy"]
+            if (
+                view.state == "Stable"
+                and proxy
+                and all(m.assignment == m.target_assignment for m in view.members)
+                and proxy[0].assignment.get(topic)
+                and set(owners) == held
+            ):
+                break
+            time.sleep(0.05)
+        given = set(proxy[0].assignment[topic])
+        assert given and given | held == set(range(PARTITIONS)) and samples >= 3
+        mirrored = mirrored_thread_id(group, ng.member_id, ng.group_instance_id)
+        assert {owners[p] for p in held} == {mirrored}
+        claimed = set()
+        for p in range(PARTITIONS):  # the old thread's rebalance: one claim per partition
+            try:
+                zk.create(f"{owners_path}/{p}", thread.encode(), ephemeral=True)
+                claimed.add(p)
+            except NodeExistsError:
+                pass
+        assert claimed == given
+        after = consumer_group(admin, group)
+        ng = next(m for m in after.members if m.client_id == "ng")
+        assert not set(ng.assignment.get(topic, ())) & claimed, "the member kept a claimed one"
+    finally:
+        member.stop()
+
+
+def test_negative_control_without_coexistence_the_old_thread_claims_the_members_partitions(
+    stack, zk, admin, start_bridge, topic_name, tmp_path
+):
+    """The same start with the bridge's coexistence off: nothing fences the member's
+    partitions, and the old thread's claims take every one of them (the test above can
+    fail)."""
+    topic = topic_name("t")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    group = f"{topic}-late"
+    member = start(stack, group, topic, tmp_path, "ng", props={"group.remote.assignor": "range"})
+    try:
+        settled(admin, group, [member])
+        thread = f"{register_old_consumer(zk, group, topic)}-0"
+        start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
+        wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="topic mirrored")
+        time.sleep(3 * MIRROR_LAG_S)  # passes enough for a bridge that would fence
+        owners_path = f"/consumers/{group}/owners/{topic}"
+        for p in range(PARTITIONS):
+            zk.create(f"{owners_path}/{p}", thread.encode(), ephemeral=True, makepath=True)
+        ng = next(m for m in consumer_group(admin, group).members if m.client_id == "ng")
+        assert set(ng.assignment.get(topic, ())) == set(range(PARTITIONS))  # both own them
+    finally:
+        member.stop()
