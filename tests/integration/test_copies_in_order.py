@@ -42,12 +42,15 @@ class Member:
 
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
         self.consumer = KafkaConsumer(
-            topic,
             bootstrap_servers=bootstrap.split(","),
             group_id=group,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )
+        # the topic in the member's metadata before it joins: kafka-python joined with a
+        # topic it did not know yet gets no partition, and did not rejoin within 60 s
+        wait_for(lambda: self.consumer.partitions_for_topic(topic), 60, what="the topic known")
+        self.consumer.subscribe([topic])
         wait_for(
             lambda: self.consumer.poll(200) is not None and self.consumer.assignment(),
             60,
