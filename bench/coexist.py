@@ -48,13 +48,25 @@ PARTITIONS = 12
 OLD = MIGRATION_SETTINGS
 
 
+#: how long the devstack's old consumers retry a rebalance: 30 retries x 1,000 ms
+RETRY_WINDOW_MS = 30_000
+
+
 def old_settings(args: argparse.Namespace) -> list[str]:
     """The old consumers' settings, the same in every case of the run (like with like);
-    ``--rebalance-backoff-ms`` replaces the devstack's 1,000 ms wait after a failed claim."""
+    ``--rebalance-backoff-ms`` replaces the devstack's 1,000 ms wait after a failed claim,
+    with as many more retries as keep the same window (docs/coexistence.md)."""
     backoff = getattr(args, "rebalance_backoff_ms", None)
     if backoff is None:
         return list(OLD)
-    return [*OLD, "--prop", f"rebalance.backoff.ms={backoff}"]
+    retries = -(-RETRY_WINDOW_MS // backoff)
+    return [
+        *OLD,
+        "--prop",
+        f"rebalance.backoff.ms={backoff}",
+        "--prop",
+        f"rebalance.max.retries={retries}",
+    ]
 
 
 def legacy_view(zk: KazooClient, group: str, topic: str) -> tuple[dict, dict] | None:

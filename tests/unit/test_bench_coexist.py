@@ -42,3 +42,25 @@ def test_a_proxy_and_a_mirrored_member_agree_with_zookeeper():
 def test_a_member_still_revoking_is_not_converged():
     revoking = member("n", range(PARTITIONS), range(HALF, PARTITIONS))
     assert kafka_owners(view(revoking), G) is None
+
+
+def test_a_shorter_backoff_keeps_the_old_consumers_retry_window():
+    """Every case's old consumers get the same settings; a shorter rebalance.backoff.ms
+    comes with as many more retries as keep 30 s (a ConsumerRebalanceFailedException
+    otherwise ends an old consumer whose claim waits for a slow hand-over)."""
+    import argparse
+
+    from bench.coexist import OLD, old_settings
+
+    assert old_settings(argparse.Namespace(rebalance_backoff_ms=None)) == OLD
+
+    def props(backoff: int) -> dict[str, str]:
+        argv = old_settings(argparse.Namespace(rebalance_backoff_ms=backoff))
+        pairs = [argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--prop"]
+        return dict(pairs)  # the harness keeps the last value of a repeated key
+
+    for backoff, retries in ((1000, 30), (300, 100), (250, 120), (333, 91)):
+        got = props(backoff)
+        assert got["rebalance.backoff.ms"] == str(backoff)
+        assert int(got["rebalance.max.retries"]) == retries
+        assert retries * backoff >= 30_000
