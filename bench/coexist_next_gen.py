@@ -189,7 +189,11 @@ def run(args: argparse.Namespace, procs: list, logdir: Path) -> dict[str, list[f
     from bridge.devstack.stack import private_stack
 
     stack = None
-    a = argparse.Namespace(zookeeper=args.zookeeper4, bootstrap_server=args.bootstrap_server4)
+    a = argparse.Namespace(
+        zookeeper=args.zookeeper4,
+        bootstrap_server=args.bootstrap_server4,
+        rebalance_backoff_ms=getattr(args, "rebalance_backoff_ms", None),
+    )
     if not a.zookeeper:
         print("starting a local 4.x stack ...", flush=True)
         stack = private_stack("kzb-bench4-", kafka_version="4")
