@@ -223,6 +223,7 @@ def verdict(results: dict[str, list[float]], logdir: Path) -> str:
         f"{b50 + 1.0:.2f} s ({n50 / b50:.1f}x old alone; max {ng[-1]:.2f} s vs "
         f"{base[-1]:.2f} s) {'MET' if ok else 'MISSED'}"
     )
+    line += "\n  per change (s): " + by_change()
     if not ok:
         hb = NEXT_GEN_GROUPS["group.consumer.heartbeat.interval.ms"]
         line += (
@@ -231,6 +232,14 @@ def verdict(results: dict[str, list[float]], logdir: Path) -> str:
         )
         line += "".join(trace(logdir / "bridge4-1.log"))
     return line
+
+
+def by_change() -> str:
+    """Each kind of timed change's convergence times, in run order: which kind costs."""
+    kinds: dict[str, list[float]] = {}
+    for name, t0, t1 in WINDOWS:
+        kinds.setdefault(name, []).append(t1 - t0)
+    return "; ".join(f"{k} {' '.join(f'{t:.2f}' for t in ts)}" for k, ts in kinds.items())
 
 
 def trace(log: Path) -> list[str]:
