@@ -36,7 +36,7 @@ from bridge.flows.coexist_next_gen import commit_departed, decide_next_gen
 from bridge.kafka.cluster import consumer_heartbeat_interval_ms
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
-from bridge.kafka.views import CONSUMER, GroupView
+from bridge.kafka.views import CLASSIC, CONSUMER, GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
@@ -242,6 +242,8 @@ class Coexistence:
         if view is not None and view.group_type == CONSUMER and view.members and not view.error:
             self.next_gen[group] = (state, kafka_offsets)
             return decide_next_gen(self, group, view, state, partitions, current, now_ms)
+        if group in self.next_gen and not classic_again(view):
+            return None  # unreadable now (an error, a coordinator moving): as it is
         self.held_since.pop(group, None)
         self.held_reported.pop(group, None)
         if self.next_gen.pop(group, None) is not None:  # classic again: nothing to report
@@ -398,6 +400,14 @@ class Coexistence:
         """The old owners' final offsets, into the live group before the leader syncs
         (where Kafka is still behind them: the copies may have put newer ones in)."""
         self.committer.commit_ahead({group: offsets}, "zk_to_kafka_handover")
+
+
+def classic_again(view: GroupView | None) -> bool:
+    """Whether a group last seen ``consumer``-type is now read, without error, as a
+    classic one. Only then do its proxies stop holding what their old threads own: a read
+    that failed (or a consumer group described without its members) says nothing, and
+    letting go on it would let the broker hand an old thread's partitions on (I1)."""
+    return view is not None and not view.error and view.group_type == CLASSIC
 
 
 def _stable_generation(view: GroupView) -> JoinedGeneration:
