@@ -69,6 +69,11 @@ class NextGenFleet(Fleet):
 
     types_seen: set[str]
 
+    def old(self, name: str, streams: int = 1, extra: tuple[str, ...] = ()) -> None:
+        """Old consumers logging at INFO: their rebalances (claims refused, offsets read)
+        are what a failure of this test is read from, beside ``timeline.txt``."""
+        super().old(name, streams, ("--log-level", "INFO", *extra))
+
     def new(self, name: str) -> None:
         self.consumers[name] = NextGenConsumerProcess(
             self.stack.bootstrap_servers,
@@ -156,6 +161,7 @@ def test_old_and_next_gen_consumers_share_a_group_without_double_ownership(
         fleet.stop_all()
         watcher.stop()
     regressions = watcher.regressions()
+    watcher.timeline(tmp_path / "timeline.txt", fleet.consumers)
     counts = fleet.counts()
     double = overlaps(ownership_segments(fleet.consumers))
     print(f"\nmembership changes: {len(script) - 1}; run {time.monotonic() - t_run:.0f} s")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
@@ -40,10 +41,14 @@ class OffsetWatcher:
         self.zk, self.group, self.topic = zk, group, topic
         self.zk_seen: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         self.kafka_seen: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+        #: (wall ms, partition, what) of every value seen, owners included: a failure's
+        #: timeline (``timeline``)
+        self.events: list[tuple[int, int, str]] = []
         self._stop = threading.Event()
         self._admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
         for p in range(PARTITIONS):
             zk.DataWatch(f"/consumers/{group}/offsets/{topic}/{p}", self._on_zk(p))
+            zk.DataWatch(f"/consumers/{group}/owners/{topic}/{p}", self._on_owner(p))
         self._thread = threading.Thread(target=self._poll_kafka, daemon=True)
         self._thread.start()
 
@@ -51,6 +56,15 @@ class OffsetWatcher:
         def on_change(data, stat):
             if data:
                 self.zk_seen[p].append(int(data))
+                self.events.append((_now_ms(), p, f"zookeeper offset {int(data)}"))
+            return not self._stop.is_set()
+
+        return on_change
+
+    def _on_owner(self, p: int):
+        def on_change(data, stat):
+            owner = data.decode(errors="replace") if data is not None else "none"
+            self.events.append((_now_ms(), p, f"owner {owner}"))
             return not self._stop.is_set()
 
         return on_change
@@ -64,6 +78,7 @@ class OffsetWatcher:
                         seen = self.kafka_seen[tp.partition]
                         if not seen or seen[-1] != om.offset:
                             seen.append(om.offset)
+                            self.events.append((_now_ms(), tp.partition, f"kafka {om.offset}"))
             except KafkaError:
                 coordinators.forget(self._admin, [self.group])  # moved: found again next time
             time.sleep(0.05)
@@ -83,6 +98,32 @@ class OffsetWatcher:
         self._stop.set()
         self._thread.join(5)
         self._admin.close()
+
+    def timeline(self, out: Path, consumers: dict | None = None) -> None:
+        """Every value seen, per partition and in time, with the consumers' own segments of
+        consumption (first and last offset): what a failure is read from."""
+        events = list(self.events)
+        for name, c in (consumers or {}).items():
+            per: dict[int, list] = {}
+            for m in c.messages:
+                per.setdefault(m.partition, []).append(m)
+            for p, ms in per.items():
+                ms.sort(key=lambda m: m.wall_ms)
+                start = ms[0]
+                for a, b in zip(ms, [*ms[1:], None], strict=True):
+                    if b is None or b.wall_ms - a.wall_ms > 1000:
+                        events.append((start.wall_ms, p, f"{name} consumes from {start.offset}"))
+                        events.append((a.wall_ms, p, f"{name} consumed to {a.offset}"))
+                        start = b
+        lines = [
+            f"{time.strftime('%H:%M:%S', time.gmtime(t / 1000))}.{t % 1000:03d} p{p} {what}"
+            for t, p, what in sorted(events)
+        ]
+        out.write_text("\n".join(lines) + "\n")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def record_mode(zk, group: str) -> str:
