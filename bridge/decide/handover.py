@@ -19,7 +19,7 @@ What keeps a partition from being fetched by an old and a new member at once:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import zkpaths
@@ -197,6 +197,41 @@ def retry_withheld(
     return not sync_gate(group, gen, zk, kafka_offsets).waiting
 
 
+#: how long a forward offset stands in ZooKeeper before the fence over its partition goes
+#: (``release_fences``): an old consumer's rebalance attempt reads its offsets a few
+#: ZooKeeper round trips before it claims; 500 ms leaves a stalled attempt room
+FORWARD_SETTLE_MS = 500
+
+
+def release_fences(
+    candidates: Iterable[TopicPartition],
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+    forwarded: Mapping[TopicPartition, int],
+    now_ms: int,
+) -> tuple[list[TopicPartition], dict[TopicPartition, int]]:
+    """Of the bridge's fences no longer wanted (``candidates``, partitions going back to
+    old threads), the ones to release now, and the offsets to move forward first.
+
+    An old consumer reads its partitions' offsets *before* it claims them (0.10's
+    ZookeeperConsumerConnector.rebalance: fetchOffsets, then
+    reflectPartitionOwnershipDecision). A fence released in the same write as the forward
+    offset let an attempt that had read just before it claim the partition and fetch from
+    the stale offset (CI: 240 messages consumed twice). So a fence whose partition's Kafka
+    offset is ahead stays while the offset is moved forward, and goes once the forward
+    has stood ``FORWARD_SETTLE_MS`` (``forwarded``: partition -> when it was decided): an
+    attempt that read before it has made its claims, and failed on the fence, by then."""
+    released: list[TopicPartition] = []
+    forward: dict[TopicPartition, int] = {}
+    for tp in candidates:
+        k = kafka_offsets.get(tp, -1)
+        if k > zk.offsets.get(tp, -1):
+            forward[tp] = k
+        elif now_ms - forwarded.get(tp, now_ms - FORWARD_SETTLE_MS) >= FORWARD_SETTLE_MS:
+            released.append(tp)
+    return released, forward
+
+
 @dataclass
 class MixedDecision:
     desired: dict[str, Desired] = field(default_factory=dict)
@@ -214,12 +249,14 @@ def decide_mixed_group(
     kafka_offsets: Mapping[TopicPartition, int],
     current: Mapping[str, Node],
     now_ms: int,
+    forwarded: Mapping[TopicPartition, int] | None = None,
 ) -> MixedDecision:
     """The bridge's part of a mixed group's tree for the latest joined generation.
 
     New members appear under ``/ids``; their partitions are fenced once released; fences of
-    partitions that went back to old threads are released, after moving the new member's
-    Kafka offset forward into ZooKeeper (I2: never backward).
+    partitions that went back to old threads are released once the new member's Kafka
+    offset has been moved forward into ZooKeeper (I2: never backward) and has stood there
+    (``release_fences``; ``forwarded``: partition -> when its forward was decided).
     """
     out = MixedDecision()
     d = out.desired
@@ -253,11 +290,17 @@ def decide_mixed_group(
             d[zkpaths.owner_path(group, tp.topic, tp.partition)] = Desired(
                 zkpaths.encode_owner(thread)
             )
-    for tp, owner in zk.owners.items():
-        if not owner.ours or threads.get(gen.assignment.get(tp, "")) is not None:
-            continue
-        out.released.append(tp)  # not desired any more: the planner deletes the fence
-        k = kafka_offsets.get(tp, -1)
-        if k > zk.offsets.get(tp, -1):
-            out.offsets[tp] = k
+    candidates = [
+        tp
+        for tp, owner in zk.owners.items()
+        if owner.ours and threads.get(gen.assignment.get(tp, "")) is None
+    ]
+    # a released fence is not desired any more: the planner deletes it; the others stay
+    out.released, out.offsets = release_fences(
+        candidates, zk, kafka_offsets, forwarded or {}, now_ms
+    )
+    for tp in set(candidates) - set(out.released):
+        d[zkpaths.owner_path(group, tp.topic, tp.partition)] = Desired(
+            zkpaths.encode_owner(zk.owners[tp].thread)
+        )
     return out

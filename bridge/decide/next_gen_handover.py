@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import zkpaths
 from bridge.decide.groups import registration_data, structural
-from bridge.decide.handover import OwnerNode, ZkGroupState, range_assignment
+from bridge.decide.handover import OwnerNode, ZkGroupState, range_assignment, release_fences
 from bridge.decide.plan import Desired, Node
 from bridge.kafka.views import KafkaMember, MemberView
 from zkpaths import TopicPartition
@@ -215,11 +215,19 @@ def proxies_to_rejoin(
 
 
 def fences(
-    bg: BrokerGroup, zk: ZkGroupState, kafka_offsets: Mapping[TopicPartition, int]
+    bg: BrokerGroup,
+    zk: ZkGroupState,
+    kafka_offsets: Mapping[TopicPartition, int],
+    forwarded: Mapping[TopicPartition, int] | None = None,
+    now_ms: int = 0,
 ) -> tuple[dict[TopicPartition, str], list[TopicPartition], dict[TopicPartition, int]]:
-    """Fences wanted (partition -> mirrored thread id), fences released, and the offsets to
-    move forward in ZooKeeper for the released ones."""
+    """Fences wanted (partition -> mirrored thread id), fences released, and the offsets
+    to move forward in ZooKeeper: a fence goes only once its forward offset has stood
+    (``release_fences``), and a partition a new member let go towards a proxy has its
+    offset moved forward at once, while still fenced (its final commit came before the
+    revocation), so the fence can usually go the moment the proxy holds it."""
     wanted: dict[TopicPartition, str] = {}
+    early: dict[TopicPartition, int] = {}
     waiting = mirrored_thread_id(bg.group, HANDOVER_MEMBER)
     for tp in set(bg.current) | set(bg.target) | set(zk.owners):
         owner = zk.owners.get(tp)
@@ -234,12 +242,13 @@ def fences(
             # free in the broker, or leaving its proxy: an old thread claiming it now could
             # fetch it while a new member takes it; fenced until its proxy holds it
             wanted[tp] = owner.thread if owner is not None else waiting
-    released = [tp for tp, o in zk.owners.items() if o.ours and tp not in wanted]
-    forward = {
-        tp: kafka_offsets[tp]
-        for tp in released
-        if kafka_offsets.get(tp, -1) > zk.offsets.get(tp, -1)
-    }
+            if holder is None and to in bg.proxies and owner is not None:
+                early[tp] = kafka_offsets.get(tp, -1)
+    candidates = [tp for tp, o in zk.owners.items() if o.ours and tp not in wanted]
+    released, forward = release_fences(candidates, zk, kafka_offsets, forwarded or {}, now_ms)
+    for tp in set(candidates) - set(released):
+        wanted[tp] = zk.owners[tp].thread  # stays until its forward offset has stood
+    forward.update((tp, k) for tp, k in early.items() if k > zk.offsets.get(tp, -1))
     return wanted, released, forward
 
 
@@ -270,9 +279,11 @@ def decide_next_gen_group(
     partitions: Mapping[str, int],
     current: Mapping[str, Node],
     now_ms: int,
+    forwarded: Mapping[TopicPartition, int] | None = None,
 ) -> NextGenDecision:
     """The bridge's part of a mixed ``consumer`` group: mirrored new members (persistent,
-    as in classic coexistence), fences, what each proxy reports as owned."""
+    as in classic coexistence), fences, what each proxy reports as owned. ``forwarded``:
+    partition -> when a forward offset was decided for it (``fences``)."""
     out = NextGenDecision()
     d = out.desired
     d.update(structural(group))
@@ -295,7 +306,7 @@ def decide_next_gen_group(
     proxies_owned(out, bg, zk, kafka_offsets)
     out.held = held_by_old_threads(bg, out.owned)
     out.rejoin = {bg.proxies[m] for m in proxies_to_rejoin(bg, out.owned, out.conditional)}
-    wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets)
+    wanted, out.released, out.offsets = fences(bg, zk, kafka_offsets, forwarded, now_ms)
     for tp, thread in wanted.items():
         if tp.topic in partitions and thread:
             d[zkpaths.topic_owners_path(group, tp.topic)] = Desired(structural=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
@@ -78,6 +79,9 @@ class Coexistence:
         #: the broker moves it on, and what was last reported late (coexist_next_gen)
         self.held_since: dict[str, dict[TopicPartition, float]] = {}
         self.held_reported: dict[str, list[TopicPartition]] = {}
+        #: per group, partition -> when (ms) a forward offset was decided for a fence that
+        #: is still up: the fence goes once it has stood (decide.handover.release_fences)
+        self.forwarded: dict[str, dict[TopicPartition, int]] = {}
         #: the brokers' group.consumer.heartbeat.interval.ms, read at the first mixed
         #: consumer-type group (the proxies there keep pace with it: next_gen_handover)
         self.consumer_heartbeat_ms: int | None = None
@@ -273,10 +277,28 @@ class Coexistence:
                 self._check_assignment(group, view, gen, partitions)
         else:
             return None
-        decision = decide_mixed_group(group, gen, state, kafka_offsets, current, now_ms)
+        decision = decide_mixed_group(
+            group, gen, state, kafka_offsets, current, now_ms, self.forwarded.get(group, {})
+        )
+        self.note_forwarded(group, decision.offsets, decision.released, now_ms)
         for problem in decision.problems:
             self.report(group, problem, "partial")
         return decision
+
+    def note_forwarded(
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, int],
+        released: list[TopicPartition],
+        now_ms: int,
+    ) -> None:
+        """Remember when each forward offset was decided, until its fence is released."""
+        mine = self.forwarded.setdefault(group, {})
+        mine.update(dict.fromkeys(offsets, now_ms))
+        for tp in released:
+            mine.pop(tp, None)
+        if not mine:
+            self.forwarded.pop(group, None)
 
     def consumer_heartbeat(self) -> int | None:
         """The brokers' heartbeat interval for consumer-protocol members, read once."""

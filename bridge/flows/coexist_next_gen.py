@@ -74,7 +74,9 @@ def decide_next_gen(
         partitions,
         current,
         now_ms,
+        coexist.forwarded.get(group, {}),
     )
+    coexist.note_forwarded(group, decision.offsets, decision.released, now_ms)
     proxies = group_proxies(coexist, group)
     broker_ms = coexist.consumer_heartbeat()
     for proxy in proxies.values():

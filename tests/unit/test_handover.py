@@ -3,13 +3,17 @@ of one join and one leave explored exhaustively against I1 (no double ownership)
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass, replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import zkpaths
 from bridge.decide.handover import (
+    FORWARD_SETTLE_MS,
     JoinedGeneration,
     KafkaMember,
     OwnerNode,
@@ -77,12 +81,56 @@ def owner_path(tp: TopicPartition) -> str:
     return zkpaths.owner_path(G, tp.topic, tp.partition)
 
 
-def test_release_moves_the_new_members_offset_forward_then_drops_the_fence():
+def test_release_moves_the_offset_forward_first_and_drops_the_fence_once_it_stood():
     state = ZkGroupState(frozenset({OLD}), {P1: OwnerNode(NEW_THREAD, True)}, {P1: 40})
-    d = decide_mixed_group(G, gen(PROXY), state, {P1: 55}, {}, 0)
-    assert d.released == [P1]
-    assert owner_path(P1) not in d.desired
-    assert d.offsets == {P1: 55}
+    d = decide_mixed_group(G, gen(PROXY), state, {P1: 55}, {}, 1000)
+    assert d.offsets == {P1: 55} and d.released == []
+    assert owner_path(P1) in d.desired  # the fence stays over the forward offset
+    moved = replace(state, offsets={P1: 55})
+    settle = 1000 + FORWARD_SETTLE_MS
+    d = decide_mixed_group(G, gen(PROXY), moved, {P1: 55}, {}, settle - 1, {P1: 1000})
+    assert d.released == [] and owner_path(P1) in d.desired
+    d = decide_mixed_group(G, gen(PROXY), moved, {P1: 55}, {}, settle, {P1: 1000})
+    assert d.released == [P1] and owner_path(P1) not in d.desired and d.offsets == {}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 900), min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 400)), min_size=1, max_size=8),
+    st.integers(0, 100),
+)
+def test_an_old_thread_never_starts_below_the_new_members_final_offset(ticks, attempts, ahead):
+    """The old consumer's rebalance attempt as 0.10 makes it: it reads its offset, then
+    claims the owner node a moment later (up to 400 ms, a stalled JVM), and fetches from
+    what it read if the claim succeeds. Bridge passes run at arbitrary moments. Against the
+    invariant itself: the thread never starts below the new member's final Kafka offset
+    (the same write releasing the fence and moving the offset forward broke it)."""
+    zk_offset, kafka = 40, 40 + ahead
+    fence, forwarded, t = True, {}, 0
+    events = []  # (ms, order, kind, value): a pass before a claim at the same ms
+    for gap in ticks:
+        t += gap
+        heapq.heappush(events, (t, 0, "tick", 0))
+    for at, window in attempts:
+        heapq.heappush(events, (at, 1, "read", window))
+    while events:
+        at, _, kind, value = heapq.heappop(events)
+        if kind == "tick":
+            state = ZkGroupState(
+                frozenset({OLD}),
+                {P1: OwnerNode(NEW_THREAD, True)} if fence else {},
+                {P1: zk_offset},
+            )
+            d = decide_mixed_group(G, gen(PROXY), state, {P1: kafka}, {}, at, forwarded)
+            zk_offset = max(zk_offset, d.offsets.get(P1, -1))
+            forwarded.update(dict.fromkeys(d.offsets, at))
+            fence = fence and P1 not in d.released
+        elif kind == "read":  # the claim follows, ``value`` ms later
+            heapq.heappush(events, (at + value, 2, "claim", zk_offset))
+        elif not fence:  # the claim succeeds: the thread fetches from what it read
+            assert value >= kafka, f"claimed at {at} ms with offset {value} < {kafka}"
+            return
 
 
 def test_release_never_moves_an_offset_backward():

@@ -323,3 +323,29 @@ def test_a_hold_past_max_hold_s_is_reported_once_and_again_when_more_are_late():
     assert len(said) == 2
     report_held(coexist, G, frozenset(), 126.0)  # released: nothing held, nothing said
     assert coexist.held_since[G] == {} and G not in coexist.held_reported and len(said) == 2
+
+
+def test_a_fence_going_to_a_proxy_moves_the_offset_forward_first_and_goes_once_it_stood():
+    """A new member let the partition go (nobody holds it, the target is a proxy): its
+    final Kafka offset is moved forward at once, under the fence; the fence goes once the
+    proxy holds the partition and the forward offset has stood FORWARD_SETTLE_MS (an old
+    consumer reads its offsets before it claims: decide.handover.release_fences)."""
+    from bridge.decide.handover import FORWARD_SETTLE_MS
+    from bridge.decide.next_gen_handover import BrokerGroup, fences
+    from zkpaths.mirror_ids import mirrored_thread_id
+
+    tp = TopicPartition("t", 0)
+    fence = mirrored_thread_id(G, "n")
+    owners = {tp: OwnerNode(fence, True)}
+    free = BrokerGroup(G, {"p": "old-0"}, {"n": fence}, {}, {tp: "p"})
+    wanted, released, forward = fences(
+        free, ZkGroupState(frozenset({"old-0"}), owners, {tp: 40}), {tp: 55}, {}, 1000
+    )
+    assert wanted == {tp: fence} and released == [] and forward == {tp: 55}
+    held = BrokerGroup(G, {"p": "old-0"}, {"n": fence}, {tp: "p"}, {tp: "p"})
+    moved = ZkGroupState(frozenset({"old-0"}), owners, {tp: 55})
+    at = 1000 + FORWARD_SETTLE_MS
+    wanted, released, forward = fences(held, moved, {tp: 55}, {tp: 1000}, at - 1)
+    assert wanted == {tp: fence} and released == [] and forward == {}
+    wanted, released, forward = fences(held, moved, {tp: 55}, {tp: 1000}, at)
+    assert tp not in wanted and released == [tp] and forward == {}
