@@ -197,6 +197,7 @@ def test_nothing_lost_or_double_owned_under_injected_faults(
     lost = [(p, o) for p, e in ends.items() for o in range(e) if (p, o) not in seen]
     duplicates = sum(n - 1 for n in counts.values())
     regressions = watcher.regressions()
+    watcher.timeline(tmp_path / "timeline.txt", fleet.consumers)  # for reading a failure
     double = overlaps(ownership_segments(fleet.consumers))
     kinds = Counter(k for k, _, _ in log)
     print(f"\nfaults injected: {len(log)} {dict(kinds)} (seed {SEED})")
