@@ -108,8 +108,16 @@ class Coexistence:
         return request.decided or {}
 
     # ---- proxies ----------------------------------------------------------------------
-    def ensure_proxies(self, group: str, threads: dict[str, tuple[str, ...]]) -> None:
-        """One proxy per old thread: start the missing ones, remove the departed ones."""
+    def ensure_proxies(
+        self,
+        group: str,
+        threads: dict[str, tuple[str, ...]],
+        state: ZkGroupState | None = None,
+    ) -> None:
+        """One proxy per old thread: start the missing ones, remove the departed ones. In a
+        ``consumer`` group a departed thread's last offsets are committed as its proxy
+        before it leaves: from ``state``, ZooKeeper as this pass read it (an old consumer
+        commits, then deregisters: the last pass's read may predate its final commit)."""
         if threads and self.pool is None:
             self.pool = ProxyPool(self.client_options)
         for (g, thread), proxy in list(self.proxies.items()):
@@ -117,7 +125,8 @@ class Coexistence:
                 thread not in threads or proxy.topics != tuple(sorted(threads[thread]))
             ):
                 if g in self.next_gen:
-                    commit_departed(self.committer, proxy, *self.next_gen[g])
+                    last, kafka = self.next_gen[g]
+                    commit_departed(self.committer, proxy, state or last, kafka)
                 proxy.stop(leave=True)
                 del self.proxies[(g, thread)]
                 log.info("proxy left", extra={"group": g, "thread_id": thread})

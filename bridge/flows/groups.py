@@ -308,7 +308,7 @@ class GroupMirrorFlow(GroupStorageModes):
         decided.mixed.add(g)
         view = pic.views.get(g)
         state, threads = coexist.read_state(g, legacy, owned, pic.partitions)
-        coexist.ensure_proxies(g, threads)
+        coexist.ensure_proxies(g, threads, state)
         refused = coexist.refusal(g, view)
         if refused:
             self._report_once(g, refused, "refused")
