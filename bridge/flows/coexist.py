@@ -262,7 +262,7 @@ class Coexistence:
         if self.next_gen.pop(group, None) is not None:  # classic again: nothing to report
             for (g, _), proxy in self.proxies.items():
                 if g == group:
-                    proxy.set_owned(frozenset(), {})
+                    proxy.set_owned(None, {})  # undecided: it reports what it holds
                     proxy.keep_pace(None)
         if pending is not None and pending.decided is None:
             step = step_held_sync(

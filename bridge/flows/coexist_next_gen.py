@@ -202,7 +202,7 @@ def commit_departed(
     if state is None:
         return
     mine = {TopicPartition(t, p) for t, ps in proxy.assignment.items() for p in ps}
-    mine |= proxy.owned
+    mine |= proxy.reported()
     ahead = {tp: o for tp, o in state.offsets.items() if tp in mine and o > kafka.get(tp, -1)}
     if ahead:
         _, error = commit_ahead_as(committer, proxy.group_id, proxy, ahead)

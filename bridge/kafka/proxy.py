@@ -128,8 +128,11 @@ class ProxyMember(BaseCoordinator):
         self.last_error: str | None = None
         self._task = None
         #: what the proxy reports as owned when it joins (next-generation groups): the
-        #: coexistence flow sets it; the broker keeps a reported partition with the proxy
-        self.owned: frozenset[TopicPartition] = frozenset()
+        #: coexistence flow sets it; the broker keeps a reported partition with the proxy.
+        #: None until the flow decided: the proxy then reports what it holds, so a group
+        #: the broker turns ``consumer``-type under it (a next-generation member joining)
+        #: cannot take its partitions before the flow has read ZooKeeper
+        self.owned: frozenset[TopicPartition] | None = None
         #: partitions to let go only while the target still gives them to this member id
         self.conditional: dict[TopicPartition, str] = {}
         self._join_owned: frozenset[TopicPartition] = frozenset()
@@ -161,22 +164,32 @@ class ProxyMember(BaseCoordinator):
         self.heartbeat.config["heartbeat_interval_ms"] = interval_ms or self.own_heartbeat_ms
 
     def set_owned(
-        self, owned: frozenset[TopicPartition], conditional: dict[TopicPartition, str]
+        self, owned: frozenset[TopicPartition] | None, conditional: dict[TopicPartition, str]
     ) -> None:
-        """Report ``owned`` from the next join on, less the ``conditional`` partitions
-        whose target is still the given member then; rejoin at once when it lets a
-        partition go, so the broker hands it over without waiting for the next heartbeat."""
-        released = bool(self.owned - owned)
+        """Report ``owned`` from the next join on (None: what it holds), less the
+        ``conditional`` partitions whose target is still the given member then; rejoin at
+        once when it lets a partition go, so the broker hands it over without waiting for
+        the next heartbeat."""
+        released = bool(self.reported() - (owned if owned is not None else self.held()))
         self.owned, self.conditional = owned, dict(conditional)
         if released and not self.closed:
             self.request_rejoin()
+
+    def held(self) -> frozenset[TopicPartition]:
+        """The partitions the proxy's last SyncGroup gave it."""
+        return frozenset(TopicPartition(t, p) for t, ps in self.assignment.items() for p in ps)
+
+    def reported(self) -> frozenset[TopicPartition]:
+        """What the proxy reports as owned at its next join (before ``conditional``)."""
+        return self.owned if self.owned is not None else self.held()
 
     async def _owned_at_join(self) -> frozenset[TopicPartition]:
         """``owned`` less the conditional partitions the broker's target still gives to
         their heir, by a ConsumerGroupDescribe right before the join: a decision from the
         last pass must not let a partition go to a member the target has moved it from."""
+        owned = self.reported()
         if not self.conditional:
-            return self.owned
+            return owned
         try:
             request = ConsumerGroupDescribeRequest(
                 group_ids=[self.group_id], include_authorized_operations=False
@@ -191,9 +204,9 @@ class ProxyMember(BaseCoordinator):
             }
         except Exception as exc:  # noqa: BLE001 - unsure: keep them all, retried next join
             log.warning("proxy %s: describe before join failed: %s", self.thread_id, exc)
-            return self.owned
+            return owned
         go = {tp for tp, heir in self.conditional.items() if target.get(tp) == heir}
-        return self.owned - go
+        return owned - go
 
     def _perform_assignment(self, leader_id, protocol, members):  # pragma: no cover
         raise AssertionError("proxies assign through the leader gate")
