@@ -480,6 +480,22 @@ def proxy_holds(admin, group: str, partitions: int) -> bool:
     return sum(len(ps) for ps in (view.members[0].assignment or {}).values()) == partitions
 
 
+def late_scene(stack, zk, admin, topic_name, tmp_path):
+    """A next-generation member holding every partition of a new topic, then an old
+    consumer registered with nothing claimed; no bridge yet. (topic, group, member, the
+    old thread id)."""
+    topic = topic_name("t")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+    group = f"{topic}-late"
+    member = start(stack, group, topic, tmp_path, "ng", props={"group.remote.assignor": "range"})
+    try:
+        settled(admin, group, [member])
+    except BaseException:
+        member.stop()
+        raise
+    return topic, group, member, f"{register_old_consumer(zk, group, topic)}-0"
+
+
 def test_a_bridge_started_after_a_next_gen_member_joined_shares_the_group_safely(
     stack, zk, admin, start_bridge, topic_name, tmp_path
 ):
@@ -491,13 +507,8 @@ def test_a_bridge_started_after_a_next_gen_member_joined_shares_the_group_safely
     ZooKeeper (read first) for the old thread to claim. Settled, the old thread's claims (as
     the 0.10 consumer makes them) succeed exactly for what the broker gave its proxy and
     fail for the member's. The control: before the bridge nothing fences anything."""
-    topic = topic_name("t")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    group = f"{topic}-late"
-    member = start(stack, group, topic, tmp_path, "ng", props={"group.remote.assignor": "range"})
+    topic, group, member, thread = late_scene(stack, zk, admin, topic_name, tmp_path)
     try:
-        settled(admin, group, [member])
-        thread = f"{register_old_consumer(zk, group, topic)}-0"
         owners_path = f"/consumers/{group}/owners/{topic}"
         assert not zk.exists(owners_path)  # the control: the old thread could claim anything
         start_bridge()
@@ -556,13 +567,8 @@ def test_negative_control_without_coexistence_the_old_thread_claims_the_members_
     """The same start with the bridge's coexistence off: nothing fences the member's
     partitions, and the old thread's claims take every one of them (the test above can
     fail)."""
-    topic = topic_name("t")
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    group = f"{topic}-late"
-    member = start(stack, group, topic, tmp_path, "ng", props={"group.remote.assignor": "range"})
+    topic, group, member, thread = late_scene(stack, zk, admin, topic_name, tmp_path)
     try:
-        settled(admin, group, [member])
-        thread = f"{register_old_consumer(zk, group, topic)}-0"
         start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
         wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="topic mirrored")
         time.sleep(3 * MIRROR_LAG_S)  # passes enough for a bridge that would fence
