@@ -26,6 +26,9 @@ from kafka.errors import KafkaError
 
 from bridge.kafka.calls import KafkaCallTimeout
 from bridge.kafka.commit import OffsetCommitter
+from bridge.kafka.groups import describe_groups
+from bridge.kafka.proxy import PROXY_CLIENT_ID
+from bridge.kafka.views import GroupView
 from zkpaths import TopicPartition
 
 Copies = dict[str, dict[TopicPartition, int]]
@@ -114,7 +117,7 @@ class CopiesToKafka:
             return
         try:
             self.transactions += 1
-            self.committer.commit_ahead(copies, "by_mode")
+            self.committer.commit_ahead(copies, "by_mode", keep=self._unowned)
             return
         except KafkaError as exc:
             if isinstance(exc, KafkaCallTimeout) or len(copies) == 1:
@@ -124,6 +127,42 @@ class CopiesToKafka:
         for group, offsets in copies.items():  # one group refused: the others go on alone
             try:
                 self.transactions += 1
-                self.committer.commit_ahead({group: offsets}, "by_mode")
+                self.committer.commit_ahead({group: offsets}, "by_mode", keep=self._unowned)
             except KafkaError as exc:
                 self.report(group, f"offset commit into Kafka failed: {exc}", "kafka")
+
+    def _unowned(self, copies: Mapping[str, Mapping[TopicPartition, int]]) -> Copies:
+        """The copies no Kafka member commits itself now (``unowned``), read right before
+        the transaction, under the committer's lock."""
+        return unowned(copies, describe_groups(self.admin, sorted(copies)))
+
+
+#: a group in these states is not moving partitions between its members
+SETTLED = frozenset({"Stable", "Empty", "Dead"})
+
+
+def unowned(
+    copies: Mapping[str, Mapping[TopicPartition, int]], views: Mapping[str, GroupView]
+) -> Copies:
+    """Copies of a group only while it is settled, and never of a partition one of its
+    Kafka members (not a proxy) holds now. A copy was decided from a tick's picture and may
+    wait for the transaction before it; meanwhile a rebalance (a new member leading: no
+    gate) can give its partition to a member, which commits further; a copy appended after
+    that commit would take Kafka back (Kafka keeps the later record). A group read with an
+    error is left for a later pass."""
+    out: Copies = {}
+    for group, offsets in copies.items():
+        view = views.get(group)
+        if view is None or view.error or view.state not in SETTLED:
+            continue
+        held = {
+            TopicPartition(t, p)
+            for m in view.members
+            if m.client_id != PROXY_CLIENT_ID
+            for t, ps in (m.assignment or {}).items()
+            for p in ps
+        }
+        kept = {tp: o for tp, o in offsets.items() if tp not in held}
+        if kept:
+            out[group] = kept
+    return out

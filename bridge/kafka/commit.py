@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 
 from kafka import KafkaAdminClient, KafkaProducer
@@ -87,10 +87,18 @@ class OffsetCommitter:
         with self.lock:
             return self._commit_locked(per_group, direction, exact)
 
-    def commit_ahead(self, per_group: Mapping[str, Offsets], direction: str) -> list[str]:
+    def commit_ahead(
+        self,
+        per_group: Mapping[str, Offsets],
+        direction: str,
+        keep: Callable[[Mapping[str, Offsets]], Mapping[str, Offsets]] | None = None,
+    ) -> list[str]:
         """Commit only what Kafka is still behind, read now and committed under
-        :attr:`lock` (see the module docstring); returns the groups late to show it."""
+        :attr:`lock` (see the module docstring); ``keep`` filters the copies first, under
+        the lock too. Returns the groups late to show it."""
         with self.lock:
+            if keep is not None:
+                per_group = keep(per_group)
             return self.commit_groups(self.ahead(per_group), direction)
 
     def ahead(self, per_group: Mapping[str, Offsets]) -> dict[str, dict[TopicPartition, int]]:

@@ -27,7 +27,7 @@ class FakeCommitter:
         self.refuse = refuse
         self.release = threading.Event()
 
-    def commit_ahead(self, per_group, direction):
+    def commit_ahead(self, per_group, direction, keep=None):
         self.release.wait(10)
         self.transactions.append({g: dict(o) for g, o in per_group.items()})
         if self.refuse & set(per_group):
@@ -76,3 +76,25 @@ def test_a_group_whose_share_moved_is_not_copied_and_nothing_after_close() -> No
     c.submit({"kept": {T0: 3}})
     assert c.wait_idle(1)
     assert fake.transactions == [{"kept": {T0: 2}}]
+
+
+def test_copies_go_only_into_settled_groups_and_never_over_a_members_partition() -> None:
+    """``unowned``: a copy waiting for its transaction while a rebalance gave its partition
+    to a Kafka member would land after that member's commit (test_chaos saw 742 -> 659)."""
+    from bridge.flows.to_kafka import unowned
+    from bridge.kafka.proxy import PROXY_CLIENT_ID
+    from bridge.kafka.views import GroupView, MemberView
+
+    def view(state, *members, error=None):
+        return GroupView("g", state, "consumer", "range", tuple(members), error=error)
+
+    proxy = MemberView("p", PROXY_CLIENT_ID, "h", ("t",), {"t": (0,)}, "old-0")
+    member = MemberView("m", "new", "h", ("t",), {"t": (1,)}, None)
+    copies = {"g": {T0: 5, T1: 6}}
+    assert unowned(copies, {"g": view("Stable", proxy, member)}) == {"g": {T0: 5}}
+    assert unowned(copies, {"g": view("Empty")}) == copies
+    assert unowned(copies, {"g": view("Dead")}) == copies  # a stopped group: no members
+    for moving in ("PreparingRebalance", "CompletingRebalance", "Reconciling", "Assigning"):
+        assert unowned(copies, {"g": view(moving, proxy)}) == {}
+    assert unowned(copies, {"g": view("Stable", error="NOT_COORDINATOR")}) == {}
+    assert unowned(copies, {}) == {}
