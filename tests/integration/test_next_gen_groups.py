@@ -569,9 +569,10 @@ def test_negative_control_without_coexistence_the_old_thread_claims_the_members_
     fail)."""
     topic, group, member, thread = late_scene(stack, zk, admin, topic_name, tmp_path)
     try:
-        start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
-        wait_for(lambda: zk.exists(f"/brokers/topics/{topic}"), 60, what="topic mirrored")
-        time.sleep(3 * MIRROR_LAG_S)  # passes enough for a bridge that would fence
+        bridge = start_bridge(env={"ZK_BRIDGE__COEXISTENCE__ENABLED": "false"})
+        # the bridge has decided this group (it stands aside), so it has had its chance
+        said = "coexistence is off in this bridge"
+        wait_for(lambda: said in bridge.text(), 60, 0.2, "the group decided")
         owners_path = f"/consumers/{group}/owners/{topic}"
         for p in range(PARTITIONS):
             zk.create(f"{owners_path}/{p}", thread.encode(), ephemeral=True, makepath=True)
