@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
+from bridge.decide.migration import kafka_writers
 from bridge.kafka.calls import KafkaCallTimeout
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import describe_groups
@@ -137,32 +138,22 @@ class CopiesToKafka:
         return unowned(copies, describe_groups(self.admin, sorted(copies)))
 
 
-#: a group in these states is not moving partitions between its members
-SETTLED = frozenset({"Stable", "Empty", "Dead"})
-
-
 def unowned(
     copies: Mapping[str, Mapping[TopicPartition, int]], views: Mapping[str, GroupView]
 ) -> Copies:
     """Copies of a group only while it is settled, and never of a partition one of its
-    Kafka members (not a proxy) holds now. A copy was decided from a tick's picture and may
-    wait for the transaction before it; meanwhile a rebalance (a new member leading: no
-    gate) can give its partition to a member, which commits further; a copy appended after
-    that commit would take Kafka back (Kafka keeps the later record). A group read with an
-    error is left for a later pass."""
+    Kafka members (not a proxy) holds now (``decide.migration.kafka_writers``, as the tick
+    reads them). A copy was decided from a tick's picture and may wait for the transaction
+    before it; meanwhile a rebalance (a new member leading: no gate) can give its partition
+    to a member, which commits further; a copy appended after that commit would take Kafka
+    back (Kafka keeps the later record). A group read with an error is left for later."""
     out: Copies = {}
     for group, offsets in copies.items():
         view = views.get(group)
-        if view is None or view.error or view.state not in SETTLED:
+        writers = None if view is None or view.error else kafka_writers(view, PROXY_CLIENT_ID)
+        if writers is None:
             continue
-        held = {
-            TopicPartition(t, p)
-            for m in view.members
-            if m.client_id != PROXY_CLIENT_ID
-            for t, ps in (m.assignment or {}).items()
-            for p in ps
-        }
-        kept = {tp: o for tp, o in offsets.items() if tp not in held}
+        kept = {tp: o for tp, o in offsets.items() if tp not in writers}
         if kept:
             out[group] = kept
     return out

@@ -177,7 +177,7 @@ class ProxyMember(BaseCoordinator):
 
     def held(self) -> frozenset[TopicPartition]:
         """The partitions the proxy's last SyncGroup gave it."""
-        return frozenset(TopicPartition(t, p) for t, ps in self.assignment.items() for p in ps)
+        return self._assigned_at[1]
 
     def reported(self) -> frozenset[TopicPartition]:
         """What the proxy reports as owned at its next join (before ``conditional``)."""
