@@ -21,6 +21,7 @@ import threading
 
 import pytest
 from kafka import KafkaConsumer
+from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kafka.structs import OffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTP
 
@@ -60,13 +61,27 @@ class Member:
         self.closed = False
 
     def commit(self, offsets: dict[TopicPartition, int]) -> str | None:
+        """Commit as the member; a commit refused while its group rebalances, or after the
+        member was dropped from it (kafka-python rejoined, e.g. on a metadata refresh, or
+        its heartbeats starved under load), is retried after a poll that rejoins, as an
+        application does."""
         self.commits.append(dict(offsets))
-        self.consumer.commit(
-            {
-                KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
-                for tp, o in offsets.items()
-            }
-        )
+        want = {
+            KafkaTP(tp.topic, tp.partition): OffsetAndMetadata(o, "", -1)
+            for tp, o in offsets.items()
+        }
+
+        def committed() -> bool:
+            try:
+                self.consumer.commit(want)
+                return True
+            except (RebalanceInProgressError, CommitFailedError):
+                # a whole second: kafka-python 3.0 drops a join that completes between
+                # two polls, and short polls kept it rejoining (bridge.kafka.shares)
+                self.consumer.poll(1000)
+                return False
+
+        wait_for(committed, 60, 0, "the member's commit")
         return None
 
     def close(self) -> None:
