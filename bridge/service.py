@@ -432,6 +432,16 @@ class Bridge:
                 if hasattr(flow, "close"):
                     flow.close()
 
+    def _idle(self, flows: list[tuple[Flow, float]], due: dict[str, float]) -> None:
+        """Wait for the next flow due, a wake, or (a flow that follows
+        ``__consumer_offsets``) new records, which make that flow due now."""
+        timeout = max(0.0, min(due.values()) - time.monotonic())
+        waiting = [f for f, _ in flows if hasattr(f, "await_records")]
+        if not waiting or timeout == 0:
+            self._wake.wait(timeout)
+        elif waiting[0].await_records(timeout, self._wake):
+            due[waiting[0].name] = 0.0
+
     def _woken(self, due: dict[str, float], name: str) -> None:
         due[name] = 0.0
         self._wake.set()
@@ -470,5 +480,5 @@ class Bridge:
                         note = streaks[flow.name].failure(kind, time.monotonic())
                         if note is not None:
                             log.warning("%s flow tick failed: %s: %s%s", flow.name, kind, exc, note)
-            self._wake.wait(max(0.0, min(due.values()) - time.monotonic()))
+            self._idle(flows, due)
             self._wake.clear()

@@ -12,8 +12,10 @@ safety net); docs/concepts.md says why nothing is missed.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
@@ -47,13 +49,17 @@ from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper import sync
 from bridge.zookeeper.fence import ShareFence
-from bridge.zookeeper.owned import OwnedTree, group_of
+from bridge.zookeeper.owned import OwnedTree
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: between ticks, the follower is polled this long at a time, so a wake (a watch, a stop)
+#: set meanwhile is seen within it
+RECORDS_SLICE_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,10 @@ class GroupMirrorFlow(GroupStorageModes):
     def owned(self) -> set[str]:
         return self.tree.owned(self.shares.holds_group if self.shares is not None else None)
 
+    def _holds(self, group: str) -> bool:
+        """Whether this bridge mirrors ``group`` now: every group, or its share's."""
+        return self.shares is None or self.shares.holds_group(group)
+
     @property
     def known(self) -> dict[str, Node]:
         """Each owned (or decided) node as last read: what plans are made against."""
@@ -222,6 +232,28 @@ class GroupMirrorFlow(GroupStorageModes):
         self._answer_sync_requests(requests)
         return written
 
+    def await_records(self, timeout_s: float, woken: threading.Event) -> bool:
+        """The service's wait between ticks: up to ``timeout_s``, until ``woken`` (a watch,
+        a stop) or records of ``__consumer_offsets`` naming a group arrive, which the next
+        tick then reads. True when records arrived: the tick runs now, not at its poll (a
+        commit waited up to ``poll_interval_s`` for the next tick to see it). The follower
+        is polled on this thread, as in a tick; with shares it is the service's plain wait
+        (a poll there may join the bridges' group, which takes seconds)."""
+        follower = self.follower
+        if follower is None or self.shares is not None or not follower.assigned:
+            woken.wait(timeout_s)
+            return False
+        deadline = time.monotonic() + timeout_s
+        while not woken.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            changed = follower.changed_groups(int(min(left, RECORDS_SLICE_S) * 1000) or 1)
+            if changed:
+                self.kafka.dirty |= changed
+                return True
+        return False
+
     def _follow_shares(self, requests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
         """Poll the follower (it settles a rebalance); when the shares held changed,
         reconcile in full (others wrote the new shares' nodes). The requests held."""
@@ -238,16 +270,18 @@ class GroupMirrorFlow(GroupStorageModes):
         # a group being deleted still answers for a moment, as Dead and without offsets
         dead = {g for g, v in pic.views.items() if v.state == "Dead"}
         wanted = [g for g in pic.wanted if g not in dead]
-        owned = self.owned()
-        mirrored = {p.split("/")[2] for p in owned if p.count("/") >= 2}  # /consumers/<g>/...
+        ledger = self.writer.ledger.owned  # every owned path, indexed by group
+        mirrored = {g for g in ledger.groups() if self._holds(g)}
         zk_groups = [g for g in self.reader.groups() if self.filter(g)]
         registered = self.reader.consumer_ids(sorted(set(wanted) | mirrored | set(zk_groups)))
-        scope = self._scope(pic, wanted, zk_groups, mirrored, registered, owned, requests)
-        if scope is not None:  # with a follower: groups that may have changed, and a page
+        scope = self._scope(pic, wanted, zk_groups, mirrored, registered, ledger, requests)
+        if scope is None:
+            owned = self.owned()
+        else:  # with a follower: groups that may have changed, and a page
             wanted = [g for g in wanted if g in scope]
             zk_groups = [g for g in zk_groups if g in scope]
             mirrored &= scope
-            owned = {p for p in owned if group_of(p) in scope}
+            owned = self.tree.of_groups(g for g in scope if self._holds(g))
         return ZkPicture(wanted, dead, zk_groups, mirrored, registered, owned, scope)
 
     def _decide(self, pic: KafkaPicture, tree: ZkPicture) -> Decided:
@@ -356,7 +390,7 @@ class GroupMirrorFlow(GroupStorageModes):
         zk_groups: list[str],
         mirrored: set[str],
         registered: dict[str, list[str]],
-        owned: set[str],
+        owned: AbstractSet[str],
         requests: dict[str, tuple[str, int]],
     ) -> set[str] | None:
         """The groups this tick reconciles; None (every group) without a follower.

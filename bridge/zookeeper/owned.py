@@ -11,8 +11,7 @@ node was not as read: someone else changed it) re-reads only that group.
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 import zkpaths
@@ -43,6 +42,9 @@ class OwnedTree:
         self.scopes = scopes
         self.report = report
         self.known: dict[str, Node] = {}
+        #: the paths in ``known`` the bridge does not own (read for a decision); every
+        #: other known path is owned, so pruning ``known`` costs what this set holds
+        self.foreign: set[str] = set()
         #: how the nodes others write too (``refresh``) are read before a write: the flow
         #: reads them through its watches (only the ones changed since are read again)
         self.read_fresh: Callable[[list[str]], dict[str, Node]] = partial(read_nodes, zk)
@@ -52,11 +54,19 @@ class OwnedTree:
 
     def owned(self, held: Callable[[str], bool] | None = None) -> set[str]:
         """The owned nodes under ``/consumers``; with ``held``, of the groups it holds."""
-        root = zkpaths.CONSUMERS
-        owned = {p for p in self.writer.ledger.owned if p == root or p.startswith(root + "/")}
-        if held is None:
-            return owned
-        return {p for p in owned if not group_of(p) or held(group_of(p))}
+        groups = self.writer.ledger.owned.groups()
+        if held is not None:
+            groups = {g for g in groups if held(g)}
+        return self.of_groups(groups, root=True)
+
+    def of_groups(self, groups: Iterable[str], root: bool = False) -> set[str]:
+        """The owned nodes of ``groups`` (and ``/consumers`` itself with ``root``), from
+        the ledger's index: what those groups hold, not a pass over every owned node."""
+        ledger = self.writer.ledger.owned
+        out = ledger.of_groups(groups)
+        if root and zkpaths.CONSUMERS in ledger:
+            out.add(zkpaths.CONSUMERS)
+        return out
 
     def resync(self, pager: Pager) -> None:
         """In full the first time in a term; later, queue every owned group for
@@ -64,10 +74,10 @@ class OwnedTree:
         if not self.loaded:
             self.writer.ledger.load(self.zk, self.scopes)
             self.known = read_nodes(self.zk, sorted(self.owned()))
+            self.foreign = set()
             self.loaded, self.verifying = True, []
             return
-        sizes = Counter(group_of(p) for p in self.owned())
-        sizes.pop("", None)  # /consumers itself: read at the start of the term
+        sizes = self.writer.ledger.owned.sizes()  # /consumers itself: read at term start
         self.verifying = pager(sorted(sizes), sizes)
 
     def verify_page(self) -> None:
@@ -79,11 +89,13 @@ class OwnedTree:
         """The ledger below each of ``groups`` and their owned nodes, read again."""
         if not groups:
             return
-        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
         chosen = set(groups)
-        paths = [p for p in self.owned() if group_of(p) in chosen]
-        kept = {p: n for p, n in self.known.items() if group_of(p) not in chosen}
-        self.known = kept | read_nodes(self.zk, paths)
+        before = self.of_groups(chosen) | {p for p in self.foreign if group_of(p) in chosen}
+        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
+        for p in before:
+            self.known.pop(p, None)
+        self.foreign -= before
+        self.known.update(read_nodes(self.zk, sorted(self.of_groups(chosen))))
 
     def write(
         self,
@@ -96,14 +108,11 @@ class OwnedTree:
         read again first) and apply it fenced; a rejected batch is retried group by group.
         The number of operations written."""
         unknown = [p for p in desired if p not in self.known or p in refresh]
-        fresh = self.read_fresh(unknown)
-        current = {p: n for p, n in self.known.items() if p not in refresh} | fresh
-        plan = plan_writes(desired, current, owned, self.writer.session_id)
+        self._adopt(self.read_fresh(unknown), refresh)
+        plan = plan_writes(desired, self.known, owned, self.writer.session_id)
         for c in plan.conflicts:
             self.report(c.path, f"not writing node: {c.reason}", "conflict")
-        # adopt what was read, so the planner and the known tree agree
-        every = self.owned()
-        self.known = {p: n for p, n in current.items() if p in desired or p in every}
+        self._forget_foreign(desired)
         if not plan.ops:
             return 0
         try:
@@ -118,12 +127,10 @@ class OwnedTree:
         """After a rejected batch: re-read the groups, then write each on its own, so that
         one group's race with an old consumer does not hold back the others."""
         self.reload(sorted({group_of(p) for p in desired} - {""}))
-        fresh = read_nodes(self.zk, [p for p in desired if p not in self.known])
-        current = {**self.known, **fresh}
-        every = self.owned()
-        owned = every if scope is None else {p for p in every if group_of(p) in scope}
-        plan = plan_writes(desired, current, owned, self.writer.session_id)
-        self.known = {p: n for p, n in current.items() if p in desired or p in every}
+        self._adopt(read_nodes(self.zk, [p for p in desired if p not in self.known]), set())
+        owned = self.owned() if scope is None else self.of_groups(scope)
+        plan = plan_writes(desired, self.known, owned, self.writer.session_id)
+        self._forget_foreign(desired)
         by_group: dict[str, list] = {}
         for op in plan.ops:
             by_group.setdefault(group_of(op.path), []).append(op)
@@ -136,3 +143,22 @@ class OwnedTree:
                 self.report(group, f"ZooKeeper refused a write ({exc}); will retry", "rejected")
                 self.reload([group] if group else [])
         return written
+
+    def _adopt(self, fresh: dict[str, Node], refresh: set[str]) -> None:
+        """What was just read replaces what was known (``refresh``: read again, gone if
+        absent now), so the planner and the known tree agree; updated in place, since
+        ``known`` holds every owned node (a copy per tick cost what the tree holds)."""
+        for p in refresh:
+            self.known.pop(p, None)
+        self.known.update(fresh)
+        owned = self.writer.ledger.owned
+        self.foreign.update(p for p in fresh if p not in owned)
+
+    def _forget_foreign(self, desired: Mapping[str, Desired]) -> None:
+        """Drop the known nodes that are neither owned nor wanted now (others' nodes read
+        for an earlier decision): read again when next wanted, never planned on stale."""
+        owned = self.writer.ledger.owned
+        for p in [p for p in self.foreign if p not in desired or p in owned]:
+            self.foreign.discard(p)
+            if p not in owned:
+                self.known.pop(p, None)

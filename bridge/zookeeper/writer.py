@@ -27,6 +27,7 @@ from kazoo.exceptions import (
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
 from bridge.metrics import METRICS
 from bridge.zookeeper.fence import Epoch, Fenced, ShareFence
+from bridge.zookeeper.owned_paths import OwnedPaths
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class Ledger:
 
     def __init__(self, root: str) -> None:
         self.base = root.rstrip("/") + "/owned"
-        self.owned: set[str] = set()
+        self.owned = OwnedPaths()  # indexed by group: a page costs what its groups hold
         self.markers: set[str] = set()  # every marker node that exists (owned or parent)
 
     def marker(self, path: str) -> str:
@@ -68,7 +69,7 @@ class Ledger:
 
     def load(self, client: KazooClient, scopes: Iterable[str] = ("/",)) -> None:
         """Walk the ledger (below each scope) and rebuild the owned set."""
-        self.owned = outside(self.owned, scopes)
+        self.owned.drop(scopes)
         frontier = [self.marker("" if s == "/" else s) for s in scopes]
         ancestors = {self.base}
         for m in frontier:
@@ -90,24 +91,6 @@ class Ledger:
                 if data == OWNED:
                     self.owned.add(legacy)
                 frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
-
-
-def outside(paths: set[str], scopes: Iterable[str]) -> set[str]:
-    """``paths`` less those at or below any of ``scopes`` ("/" is every path). One pass
-    over ``paths`` looking each one's ancestors up: a page of a few hundred groups against
-    a ledger of 100,000 owned nodes was a pass per scope, the cold start's largest cost."""
-    chosen = {"" if s == "/" else s.rstrip("/") for s in scopes}
-    if "" in chosen:
-        return set()
-
-    def inside(path: str) -> bool:
-        while path:
-            if path in chosen:
-                return True
-            path = path.rpartition("/")[0]
-        return False
-
-    return {p for p in paths if not inside(p)}
 
 
 class FencedWriter:

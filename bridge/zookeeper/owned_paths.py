@@ -1,0 +1,101 @@
+"""The set of legacy paths the bridge owns, indexed by group. Pure.
+
+At fleet scale the ledger holds a million paths (every offset node of every group), while a
+tick touches the few groups whose records or watches say they changed. A plain set made each
+tick pay for the whole tree: every "the owned nodes of these groups" was a pass over all of
+them (py-spy at 200 groups x 50 offsets: 40 % of the tick's CPU in such passes). Here each
+path sits in one bucket, its group's (``/consumers/<g>``) or, outside ``/consumers/<g>``,
+its top-level node's (``/consumers``, ``/brokers``), so those questions cost what the groups
+asked about hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, MutableSet
+
+CONSUMERS = "/consumers"
+
+
+def bucket(path: str) -> str:
+    """``/consumers/<g>`` for a group's paths, else the path's top-level node."""
+    parts = path.split("/", 3)
+    if len(parts) > 2 and parts[1] == "consumers":
+        return f"{CONSUMERS}/{parts[2]}"
+    return "/" + parts[1] if len(parts) > 1 else path
+
+
+class OwnedPaths(MutableSet[str]):
+    """A set of paths that also answers by group and by scope without a full pass."""
+
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self._paths: set[str] = set()
+        self._buckets: dict[str, set[str]] = {}
+        for p in paths:
+            self.add(p)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def add(self, path: str) -> None:
+        if path not in self._paths:
+            self._paths.add(path)
+            self._buckets.setdefault(bucket(path), set()).add(path)
+
+    def discard(self, path: str) -> None:
+        if path in self._paths:
+            self._paths.discard(path)
+            key = bucket(path)
+            self._buckets[key].discard(path)
+            if not self._buckets[key]:
+                del self._buckets[key]
+
+    def groups(self) -> set[str]:
+        """The groups with at least one owned path below ``/consumers/<g>``."""
+        start = len(CONSUMERS) + 1
+        return {k[start:] for k in self._buckets if _below(k, CONSUMERS)}
+
+    def sizes(self) -> dict[str, int]:
+        """Each group's count of owned paths (the pages of a background verification)."""
+        start = len(CONSUMERS) + 1
+        return {k[start:]: len(v) for k, v in self._buckets.items() if _below(k, CONSUMERS)}
+
+    def of_groups(self, groups: Iterable[str]) -> set[str]:
+        """The owned paths at or below ``/consumers/<g>`` for each of ``groups``."""
+        out: set[str] = set()
+        for g in groups:
+            out |= self._buckets.get(f"{CONSUMERS}/{g}", set())
+        return out
+
+    def under(self, scope: str) -> set[str]:
+        """The owned paths at or below ``scope`` ("/" is every path)."""
+        if scope == "/":
+            return set(self._paths)
+        scope = scope.rstrip("/")
+        if scope == CONSUMERS:  # its own bucket and every group's
+            out = set(self._buckets.get(CONSUMERS, ()))
+            for key, paths in self._buckets.items():
+                if _below(key, CONSUMERS):
+                    out |= paths
+            return out
+        key = bucket(scope)  # the scope's bucket: the scope itself or an ancestor of it
+        paths = self._buckets.get(key, set())
+        if key == scope:
+            return set(paths)
+        return {p for p in paths if p == scope or _below(p, scope)}
+
+    def drop(self, scopes: Iterable[str]) -> None:
+        """Forget the paths at or below each of ``scopes`` ("/" is every path): a page of
+        groups costs what those groups hold."""
+        for scope in scopes:
+            for p in self.under(scope):
+                self.discard(p)
+
+
+def _below(path: str, scope: str) -> bool:
+    return path.startswith(scope + "/")

@@ -1,0 +1,56 @@
+"""``OwnedPaths``: the ledger's owned paths indexed by group, against a plain set and the
+plain definitions (a path at or below a scope; a group's paths) applied path by path."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bridge.zookeeper.owned_paths import OwnedPaths
+
+segment = st.sampled_from(["consumers", "brokers", "g", "g1", "g10", "ids", "owners", "t", "0"])
+path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts))
+group = st.sampled_from(["g", "g1", "g10", "ids", "consumers"])
+
+
+def at_or_below(p: str, scope: str) -> bool:
+    prefix = "" if scope == "/" else scope.rstrip("/")
+    return (p + "/").startswith(prefix + "/")
+
+
+def reference_outside(paths: set[str], scopes: list[str]) -> set[str]:
+    return {p for p in paths if not any(at_or_below(p, s) for s in scopes)}
+
+
+@given(st.sets(path, max_size=40), st.lists(path | st.just("/"), max_size=6))
+def test_drop_forgets_exactly_the_paths_at_or_below_a_scope(paths, scopes) -> None:
+    owned = OwnedPaths(paths)
+    owned.drop(scopes)
+    assert set(owned) == reference_outside(paths, scopes)
+    assert set(owned.under("/")) == set(owned)  # the index agrees with the set
+
+
+@given(st.sets(path, max_size=40), st.lists(path, max_size=20), st.sets(group, max_size=3))
+def test_the_index_follows_adds_and_discards(paths, discarded, groups) -> None:
+    owned = OwnedPaths(paths)
+    plain = set(paths)
+    for p in discarded:
+        owned.discard(p)
+        plain.discard(p)
+    assert set(owned) == plain and len(owned) == len(plain)
+    in_group = {p for p in plain if p.count("/") >= 2 and p.startswith("/consumers/")}
+    assert owned.groups() == {p.split("/")[2] for p in in_group}
+    assert owned.of_groups(groups) == {
+        p for p in in_group if any(at_or_below(p, f"/consumers/{g}") for g in groups)
+    }
+    assert owned.sizes() == {
+        g: sum(1 for p in in_group if p.split("/")[2] == g) for g in owned.groups()
+    }
+    for scope in ("/consumers", "/brokers", "/consumers/g", "/consumers/g/ids", "/g"):
+        assert owned.under(scope) == {p for p in plain if at_or_below(p, scope)}
+
+
+def test_a_sibling_with_a_longer_name_is_kept() -> None:
+    owned = OwnedPaths({"/consumers/g1/ids", "/consumers/g10/ids"})
+    owned.drop(["/consumers/g1"])
+    assert set(owned) == {"/consumers/g10/ids"}
