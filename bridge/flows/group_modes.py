@@ -32,7 +32,7 @@ from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.owned import group_of
 from bridge.zookeeper.reader import ConsumerTreeReader
-from bridge.zookeeper.records import create_records, read_records
+from bridge.zookeeper.records import WatchedRecords, create_records
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
 
@@ -50,7 +50,7 @@ class GroupStorageModes:
     root: str
     coexist: Coexistence | None
     records: dict[str, tuple[GroupRecord, int]]
-    _picture_read_at: float
+    watched_records: WatchedRecords
     #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
     _after: dict[str, dict[TopicPartition, tuple[int, int]]]
     known: dict[str, Node]  # each owned (or decided) node as last read
@@ -75,9 +75,7 @@ class GroupStorageModes:
         """Each group's offset nodes as its storage mode wants them (see decide.migration),
         given the offsets the decisions ask for, into ``decided``; returns the commits
         Kafka needs. Infers and records the mode of new groups."""
-        if self._picture_read_at != pic.read_at or not self.records:
-            self.records = read_records(self.zk, self.root)
-            self._picture_read_at = pic.read_at
+        self.records = self.watched_records.read()  # only the changed ones read again
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
         mixed = decided.mixed

@@ -51,6 +51,7 @@ from bridge.zookeeper import sync
 from bridge.zookeeper.fence import ShareFence
 from bridge.zookeeper.owned import OwnedTree
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
+from bridge.zookeeper.records import WatchedRecords
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
@@ -127,7 +128,6 @@ class GroupMirrorFlow(GroupStorageModes):
         self.committer = committer
         self.root = root
         self.records: dict[str, tuple[GroupRecord, int]] = {}
-        self._picture_read_at = 0.0
         #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
         self._after: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
         self._reported: set[str] = set()
@@ -155,6 +155,7 @@ class GroupMirrorFlow(GroupStorageModes):
             self.zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data
         )
         self.tree.read_fresh = self.watched_data.nodes
+        self.watched_records = WatchedRecords(self.root, self.watched, self.watched_data)
         if self.coexist is not None:
             self.coexist.reader = self.reader  # mixed groups read through the same watches
         self.storm = StormSpouts(
