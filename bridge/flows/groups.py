@@ -204,7 +204,7 @@ class GroupMirrorFlow(GroupStorageModes):
         answers to sync requests."""
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
-        requests = sync.pending_requests(self.zk, self.root)
+        requests = sync.pending_requests(self.zk, self.root, (self.watched, self.watched_data))
         if self.shares is not None:
             requests = self._follow_shares(requests)
             if not self.shares.held():

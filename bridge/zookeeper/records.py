@@ -15,7 +15,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from bridge.decide.migration import GroupRecord, StorageMode, Transition
 from bridge.decide.plan import Create, SetData
-from bridge.zookeeper.watched import WatchedChildren, WatchedData
+from bridge.zookeeper.watched import WatchedChildren, WatchedData, children_data
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, OperatorWriter, missing_parents
 
 log = logging.getLogger(__name__)
@@ -62,11 +62,8 @@ class WatchedRecords:
         self._decoded: dict[str, tuple[int, tuple[GroupRecord, int] | None]] = {}
 
     def read(self) -> dict[str, tuple[GroupRecord, int]]:
-        paths = [f"{self.base}/{g}" for g in self.children.children([self.base])[self.base]]
-        got = self.data.get(paths)
         decoded: dict[str, tuple[int, tuple[GroupRecord, int] | None]] = {}
-        for path, (data, stat) in got.items():
-            g = path.rsplit("/", 1)[1]
+        for g, (data, stat) in children_data(self.children, self.data, self.base).items():
             hit = self._decoded.get(g)
             if hit is None or hit[0] != stat.mzxid:
                 try:

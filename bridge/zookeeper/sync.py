@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from bridge.decide.plan import Create, Delete, SetData
+from bridge.zookeeper.watched import WatchedChildren, WatchedData, children_data
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, OperatorWriter, missing_parents
 from zkpaths import TopicPartition
 
@@ -106,9 +107,16 @@ def _write_request(writer: OperatorWriter, path: str, data: bytes) -> None:
 # ---- the bridge's side -------------------------------------------------------------------
 
 
-def pending_requests(zk: KazooClient, root: str) -> dict[str, tuple[str, int]]:
-    """Open requests: group -> (token, node version), read at the start of a tick."""
+def pending_requests(
+    zk: KazooClient, root: str, watched: tuple[WatchedChildren, WatchedData] | None = None
+) -> dict[str, tuple[str, int]]:
+    """Open requests: group -> (token, node version), read at the start of a tick. With
+    ``watched`` (the groups flow's caches) only what changed since is read again; a stale
+    version only makes the answer's conditional delete fail, and the next tick answers."""
     base = f"{root.rstrip('/')}/sync-requests"
+    if watched is not None:
+        read = children_data(*watched, base)
+        return {g: (data.decode(errors="replace"), st.version) for g, (data, st) in read.items()}
     try:
         groups = zk.get_children(base)
     except NoNodeError:

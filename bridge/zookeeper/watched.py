@@ -174,3 +174,13 @@ class WatchedData(_Watched):
 
     def _send(self, path: str):
         return self.zk.get_async(path, watch=self._fired)
+
+
+def children_data(
+    children: WatchedChildren, data: WatchedData, base: str
+) -> dict[str, tuple[bytes, ZnodeStat]]:
+    """Each child of ``base``, by name, with its data and stat, through both caches: a
+    directory of small nodes read on every tick (storage-mode records, sync requests)
+    costs a request only for what changed."""
+    paths = {f"{base}/{c}": c for c in children.children([base])[base]}
+    return {paths[p]: got for p, got in data.get(list(paths)).items()}
