@@ -143,6 +143,7 @@ class GroupMirrorFlow(GroupStorageModes):
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
+        self.kafka.offsets_only = self._offsets_only
 
     def _wire_readers(self, storm_spouts: Sequence[StormSpout]) -> None:
         """The flow's ZooKeeper readers, all behind the same watches, and the helpers that
@@ -179,6 +180,14 @@ class GroupMirrorFlow(GroupStorageModes):
     def owned(self) -> set[str]:
         return self.tree.owned(self.shares.holds_group if self.shares is not None else None)
 
+    def _offsets_only(self, group: str) -> bool:
+        """Whether a commit alone may be read with OffsetFetch and the group's last
+        description: a kafka-mode group no old consumer shares, whose nodes are the
+        mirror of its offsets and assignment (a state or member change comes with its
+        own record, and the group is then described again)."""
+        shared = self.coexist is not None and group in self.coexist.groups()
+        return self._mode_of(group) is StorageMode.KAFKA and not shared
+
     def _holds(self, group: str) -> bool:
         """Whether this bridge mirrors ``group`` now: every group, or its share's."""
         return self.shares is None or self.shares.holds_group(group)
@@ -212,6 +221,7 @@ class GroupMirrorFlow(GroupStorageModes):
         self.tree.verify_page()
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
+            self.kafka.reshaped |= set(requests)
         pic = self.kafka.read()
         tree = self._zk_picture(pic, requests)
         decided = self._decide(pic, tree)

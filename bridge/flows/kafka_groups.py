@@ -81,6 +81,13 @@ class KafkaGroupsReader:
         self.dirty: set[str] = set()
         #: groups the group APIs were asked about in this tick (with a follower)
         self.reread_now: set[str] = set()
+        #: of ``dirty``, the groups to describe again: records other than offset commits
+        #: named them (or a listing, a forced sync); the others changed only offsets
+        self.reshaped: set[str] = set()
+        #: whether a group whose records were only offset commits may be read with
+        #: OffsetFetch alone, keeping its last description (the flow says: kafka storage
+        #: mode, no old consumers, where no decision reads the group's state but the mirror)
+        self.offsets_only: Callable[[str], bool] = lambda group: False
         #: after a full read with a follower: the groups still to reconcile, page by page
         self._pages: list[list[str]] | None = None
         self._paging: tuple[float, int, float] = (0.0, 0, 0.0)  # started, total, logged
@@ -136,12 +143,14 @@ class KafkaGroupsReader:
         last one with the groups named by new records asked again. Groups are taken off
         ``dirty`` only once read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
+        self.reshaped |= follower.take_reshaped()
         pic = self.picture
         self.reread_now = set()
         if pic is None or (self.coexist is not None and self.coexist.pending):
             read = set(self.dirty)
             fresh = self._full_picture()
             self.dirty -= read
+            self.reshaped -= read
             if pic is None:  # every group, page by page (see _next_page)
                 self._pages, self._paging = [], (0.0, 0, 0.0)
             else:  # a hand-over in progress: every group this tick, as without a follower
@@ -153,7 +162,9 @@ class KafkaGroupsReader:
                 # group a full read's listing missed, or one gone, is read again
                 listed = list_groups(self.admin)
                 self._types.update({g: x.group_type for g, x in listed.items()})
-                self.dirty |= set(listed) ^ set(pic.kinds)
+                appeared_or_gone = set(listed) ^ set(pic.kinds)
+                self.dirty |= appeared_or_gone
+                self.reshaped |= appeared_or_gone
             pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
         self.picture = pic
         return pic
@@ -177,11 +188,13 @@ class KafkaGroupsReader:
         a topic's records are not in ``__consumer_offsets``). A group Kafka no longer has
         leaves the picture; one that could not be read stays dirty and as it was."""
         self.dirty -= set(self.dirty) - set(groups)  # filtered out: never mirrored
+        self.reshaped &= self.dirty
         kinds, views = dict(pic.kinds), dict(pic.views)
-        for g, view in self._read_settled(groups, pic.views).items():
+        for g, view in self._read_changed(groups, pic.views).items():
             if view.error:
                 continue
             self.dirty.discard(g)
+            self.reshaped.discard(g)
             self.reread_now.add(g)
             if view.state == "Dead" and not view.offsets:
                 kinds.pop(g, None)
@@ -197,6 +210,29 @@ class KafkaGroupsReader:
             partitions, read_at = partition_counts(self.admin), time.monotonic()
         wanted = sorted(g for g in kinds if self.filter(g))
         return KafkaPicture(kinds, wanted, views, partitions, read_at)
+
+    def _read_changed(self, groups: list[str], before: dict[str, GroupView]) -> dict:
+        """The groups read again: described and fetched (``_read_settled``), but those
+        whose records were only offset commits, where ``offsets_only`` allows, with one
+        OffsetFetch and their last description (at thousands of commits a second this
+        halves the round trips of a tick). A group whose fetch failed, or lost an offset
+        (a deletion, only a description tells), is described after all."""
+        quick = [
+            g
+            for g in groups
+            if g not in self.reshaped
+            and g in before
+            and not before[g].error
+            and self.offsets_only(g)
+        ]
+        fetched = read_offsets(self.admin, quick) if quick else {}
+        views: dict[str, GroupView] = {}
+        for g in quick:
+            fresh = fetched.get(g)
+            if isinstance(fresh, dict) and not set(before[g].offsets) - set(fresh):
+                views[g] = replace(before[g], offsets=fresh)
+        rest = [g for g in groups if g not in views]
+        return {**views, **self._read_settled(rest, before)} if rest else views
 
     def _read_settled(self, groups: list[str], before: dict[str, GroupView]) -> dict:
         """``read_groups``, once more for a live group whose offsets vanished: described

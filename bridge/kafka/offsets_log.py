@@ -180,6 +180,7 @@ class OffsetsLogFollower:
         self._reported: set[str] = set()
         self._positions: dict[int, int] = {}
         self._ends: dict[int, int] = {}
+        self._reshaped: set[str] = set()
         self.consumer = _consumer(
             servers, auto_offset_reset="earliest", **dict(client_options or {})
         )
@@ -249,8 +250,20 @@ class OffsetsLogFollower:
         return events
 
     def changed_groups(self, timeout_ms: int = 0) -> set[str]:
-        """The groups that the records fetched by now name (see :meth:`poll`)."""
-        return {e.group for e in self.poll(timeout_ms)}
+        """The groups that the records fetched by now name (see :meth:`poll`); those whose
+        records were not all offset commits are also kept for :meth:`take_reshaped`."""
+        events = self.poll(timeout_ms)
+        self._reshaped.update(
+            e.group for e in events if not isinstance(e, OffsetCommitted) or e.offset is None
+        )
+        return {e.group for e in events}
+
+    def take_reshaped(self) -> set[str]:
+        """The groups named since the last call by a record other than an offset commit
+        (group metadata: members, generation, assignment; a removed commit): their members
+        or offsets' set may have changed, where an offset commit changes one offset."""
+        reshaped, self._reshaped = self._reshaped, set()
+        return reshaped
 
     def positions(self) -> dict[int, int]:
         """Per partition, the offset after the last record read (or where it started): a

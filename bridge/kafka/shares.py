@@ -65,6 +65,7 @@ class SharedFollower(OffsetsLogFollower):
         self._reported: set[str] = set()
         self._positions: dict[int, int] = {}
         self._ends: dict[int, int] = {}
+        self._reshaped: set[str] = set()
         self._start = "end"
         self.fence = fence
         #: shares assigned by the last poll, claimed and positioned after it returns
