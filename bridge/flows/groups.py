@@ -284,7 +284,9 @@ class GroupMirrorFlow(GroupStorageModes):
         ledger = self.writer.ledger.owned  # every owned path, indexed by group
         mirrored = {g for g in ledger.groups() if self._holds(g)}
         zk_groups = [g for g in self.reader.groups() if self.filter(g)]
-        registered = self.reader.consumer_ids(sorted(set(wanted) | mirrored | set(zk_groups)))
+        # only groups under /consumers can have an /ids (a Kafka group not mirrored yet has
+        # none: asking would be a NoNode read, never cached, per group and tick)
+        registered = self.reader.consumer_ids(sorted(mirrored | set(zk_groups)))
         scope = self._scope(pic, wanted, zk_groups, mirrored, registered, ledger, requests)
         if scope is None:
             owned = self.owned()
