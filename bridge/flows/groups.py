@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 import zkpaths
@@ -262,7 +263,11 @@ class GroupMirrorFlow(GroupStorageModes):
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            changed = follower.changed_groups(int(min(left, RECORDS_SLICE_S) * 1000) or 1)
+            try:
+                changed = follower.changed_groups(int(min(left, RECORDS_SLICE_S) * 1000) or 1)
+            except KafkaError:  # the tick's own poll meets it too, and reports it there
+                woken.wait(left)
+                return False
             if changed:
                 self.kafka.dirty |= changed
                 return True
