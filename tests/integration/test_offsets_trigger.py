@@ -15,6 +15,7 @@ flow by hand, tick by tick, against real commits of a real kafka-python consumer
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
@@ -242,3 +243,18 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     flow.tick()  # the second page: the deleted node's group, re-created from its view
     assert _zk_offset(zk, last, topic) == 3
     assert loads == [[f"/consumers/{g}" for g in names[:2]], [f"/consumers/{g}" for g in names[2:]]]
+
+
+def test_a_commit_ends_the_wait_between_ticks(zk, world):
+    """The service's wait between ticks polls the follower: a commit's record ends it
+    (the tick runs now, not at its poll interval) and names its group; a wake (a watch, a
+    stop) ends it without a record."""
+    flow, consumer, group, topic = world
+    _tick_until(flow, zk, group, topic, 5)
+    woken = threading.Event()
+    woken.set()
+    assert flow.await_records(30, woken) is False  # woken: over at once, no record
+    _commit(consumer, topic, 9)
+    assert flow.await_records(30, threading.Event()) is True
+    assert group in flow.kafka.dirty
+    _tick_until(flow, zk, group, topic, 9)
