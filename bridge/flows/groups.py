@@ -247,17 +247,14 @@ class GroupMirrorFlow(GroupStorageModes):
     def await_records(self, timeout_s: float, woken: threading.Event) -> bool:
         """The service's wait between ticks: up to ``timeout_s``, until ``woken`` (a watch,
         a stop) or records of ``__consumer_offsets`` naming a group arrive, which the next
-        tick then reads. True when records arrived, or pages of a reconcile are left: the
-        tick runs now, not at its poll (a commit waited up to ``poll_interval_s`` for the
-        next tick to see it, a cold start as much for each page). The follower
+        tick then reads. True when records arrived: the tick runs now, not at its poll (a
+        commit waited up to ``poll_interval_s`` for the next tick to see it). The follower
         is polled on this thread, as in a tick; with shares it is the service's plain wait
         (a poll there may join the bridges' group, which takes seconds)."""
         follower = self.follower
         if follower is None or self.shares is not None or not follower.assigned:
             woken.wait(timeout_s)
             return False
-        if self.kafka.reconciling():
-            return True  # pages of a reconcile left: the next one now, not after a poll
         deadline = time.monotonic() + timeout_s
         while not woken.is_set():
             left = deadline - time.monotonic()
