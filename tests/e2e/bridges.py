@@ -36,7 +36,8 @@ class Bridges:
         return int(body["epoch"]), str(body.get("holder", ""))
 
     def active(self) -> str:
-        """The bridge holding the current epoch (waits for one that is alive)."""
+        """The bridge leading now: the holder of the current epoch, alive and not stepped
+        down since its claim (waits for one)."""
 
         def holder() -> str | None:
             try:
@@ -44,9 +45,16 @@ class Bridges:
             except Exception:  # noqa: BLE001 - ZooKeeper may be coming back
                 return None
             p = self.procs.get(name)
-            return name if p is not None and p.proc.poll() is None else None
+            if p is None or p.proc.poll() is not None:
+                return None
+            # the epoch node names the last bridge to claim it; one that stepped down since
+            # (a ZooKeeper outage) stays named until the next leader claims: not the active
+            # one (CI: a SIGSTOP fault right after a ZooKeeper one paused the deposed b1)
+            text = p.text()
+            leads = text.rfind("claimed bridge epoch") > text.rfind("stepping down")
+            return name if leads else None
 
-        return wait_for(holder, 60, 0.05, "a live bridge holds the epoch")
+        return wait_for(holder, 60, 0.05, "a live bridge leads")
 
     def wait_takeover(self, before: int, t0: float) -> float:
         """Until a bridge other than the deposed one bumps the epoch; records the time."""
