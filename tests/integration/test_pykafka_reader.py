@@ -15,8 +15,9 @@ import pytest
 from kafka.admin import NewTopic
 from kazoo.client import KazooClient
 
+from bridge.kafka.cluster import partition_counts
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem, PykafkaOwnerNode
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_for
 from zkpaths import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -93,6 +94,9 @@ def test_describe_shows_pykafka_members_and_names_the_bad_owner(
 ) -> None:
     t = topic_name()
     admin.create_topics([NewTopic(t, 4, 1)])
+    # describe reads the topic's partition count from a broker (CI: one that did not know
+    # the topic yet left the pykafka member owning nothing); brokers learn of it one by one
+    wait_for(lambda: partition_counts(admin).get(t) == 4, 30, what=f"{t} known")
     _tree(zk, t)
     out = subprocess.run(
         [sys.executable, "-m", "bridge.cli", "describe", "g", "--output", "json"]
