@@ -81,9 +81,10 @@ def _cli(stack, chroot: str, *args: str) -> object:
     return json.loads(out.stdout)
 
 
-def _migrate(stack, chroot: str, group: str, to: str) -> subprocess.CompletedProcess:
+def _migrate(stack, chroot: str, group: str, to: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "bridge.cli", "migrate", group, "--to", to, "--lag-window", "1"]
+        + list(extra)
         + ["--zookeeper", stack.zk_connect + chroot, "--bootstrap-server", stack.bootstrap_servers],
         capture_output=True,
         text=True,
@@ -123,7 +124,21 @@ def _mode(stack, chroot: str, group: str) -> str:
 
 
 def _step(stack, chroot: str, group: str, to: str) -> None:
-    """A storage-mode step that must pass its gates and be recorded."""
+    """A storage-mode step that must pass its gates and be recorded. As an operator would,
+    the gates are first checked with ``--dry-run`` until they pass: right after a member
+    joins, ZooKeeper shows the new owners some seconds before the proxies' Kafka group has
+    rebalanced (an existing proxy hears of it at its next heartbeat), and "no owner
+    conflicts" refuses the step meanwhile, as it must."""
+    dry: list[subprocess.CompletedProcess] = []
+
+    def gates_pass() -> bool:
+        dry.append(_migrate(stack, chroot, group, to, "--dry-run"))
+        return dry[-1].returncode == 0
+
+    try:
+        wait_for(gates_pass, 60, 1.0, f"the gates of -> {to}")
+    except AssertionError:
+        raise AssertionError(f"gates of -> {to} never passed: {dry[-1].stdout}") from None
     out = _migrate(stack, chroot, group, to)
     assert out.returncode == 0, out.stdout + out.stderr
     assert _mode(stack, chroot, group) == to
