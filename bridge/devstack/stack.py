@@ -125,10 +125,15 @@ class Devstack:
         Kafka's internal topics on a fresh cluster)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         classpath = self._classpath()
-        if not self.alive("zookeeper"):
+        # a server whose port another stack holds dies at once, while the health checks
+        # below would ask that other stack and call this one healthy: refuse first
+        stopped = [n for n in self.processes() if not self.alive(n)]
+        for name in stopped:
+            self._wait_ports_free(name, timeout=5.0)
+        if "zookeeper" in stopped:
             self._start_zookeeper(classpath)
         for node in KAFKA_NODES:
-            if not self.alive(f"kafka-{node}"):
+            if f"kafka-{node}" in stopped:
                 self._start_kafka(node, classpath)
         self.state.save(self.state_file)
         deadline = time.monotonic() + timeout

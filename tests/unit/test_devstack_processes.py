@@ -91,6 +91,21 @@ def test_a_start_waits_for_its_ports_and_names_the_one_held(stack: Devstack) -> 
     stack._wait_ports_free("kafka-1", timeout=1)  # released: returns at once
 
 
+def test_up_refuses_ports_another_stack_holds_before_starting_anything(
+    stack: Devstack,
+) -> None:
+    """Two stacks on one port: the second's servers would die at once while its health
+    checks asked the first and called it healthy. `up` names the port and starts nothing."""
+    port = stack.state.ports.zookeeper
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        with pytest.raises(StackError, match=rf"cannot start zookeeper: .*\[{port}\]"):
+            stack.up(timeout=5)
+    assert not stack.state.pids
+    assert not any(stack.alive(n) for n in stack.processes())
+
+
 def test_a_failed_start_quotes_only_its_own_run(stack: Devstack) -> None:
     home = stack.dir / "kafka-1"
     home.mkdir(parents=True)
