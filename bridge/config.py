@@ -416,12 +416,6 @@ class Settings(_Section):
                 "storm.spouts are not shared between bridges yet: use scale.mode = 'single' "
                 "or remove the spouts"
             )
-        if self.scale.mode == "shares" and self.coexistence.enabled:
-            raise ValueError(
-                "old consumers beside new ones in one group (coexistence) are not shared "
-                "between active bridges yet: set coexistence.enabled = false, or use "
-                "scale.mode = 'single' (docs/operations.md, 'Several active bridges')"
-            )
         if self.scale.mode == "shares" and not self.groups.follow_offsets_log:
             raise ValueError(
                 "scale.mode = 'shares' deals the shares as partitions of __consumer_offsets: "

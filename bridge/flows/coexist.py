@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 
 from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
@@ -159,6 +160,39 @@ class Coexistence:
 
     def groups(self) -> set[str]:
         return {g for g, _ in self.proxies}
+
+    def forget(self, keep: Callable[[str], bool]) -> None:
+        """Stop the proxies of every group ``keep`` rejects, and drop what this bridge knew
+        of those groups: with shares, the groups of a share just revoked (on the flow's
+        thread, inside the poll that revoked it, before the bridges' rebalance completes).
+        Without it a bridge that lost a share kept its proxies heartbeating, and a held
+        SyncGroup nobody here would decide; the new holder's proxies, with the same static
+        ids, then fenced them and were fenced back in turn. No LeaveGroup: the new holder's
+        proxies take the same ids, as a successor's do when a whole term ends (``close``)."""
+        gone = {g for g, _ in self.proxies if not keep(g)}
+        for (g, thread), proxy in list(self.proxies.items()):
+            if g in gone:
+                proxy.stop(leave=False)
+                del self.proxies[(g, thread)]
+        for per_group in (
+            self.members,
+            self.refused,
+            self.next_gen,
+            self.held_since,
+            self.held_reported,
+            self.forwarded,
+        ):
+            for g in [g for g in per_group if not keep(g)]:
+                del per_group[g]
+        self.retry = {g for g in self.retry if keep(g)}
+        for g in gone:
+            with suppress(KeyError):  # a group whose proxies were never counted
+                METRICS.proxies.remove(g)
+        if gone:
+            log.info(
+                "proxies of groups no longer held stopped",
+                extra={"groups": len(gone), "proxies_left": len(self.proxies)},
+            )
 
     def close(self, leave: bool = False) -> None:
         for proxy in self.proxies.values():

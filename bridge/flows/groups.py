@@ -177,6 +177,9 @@ class GroupMirrorFlow(GroupStorageModes):
         )
         if self.copies is not None and self.shares is not None:
             self.copies.holds = self.shares.holds_group
+        if self.coexist is not None and self.shares is not None:
+            shares, coexist = self.shares, self.coexist
+            shares.on_release.append(lambda _: coexist.forget(shares.holds_group))
 
     def owned(self) -> set[str]:
         return self.tree.owned(self.shares.holds_group if self.shares is not None else None)

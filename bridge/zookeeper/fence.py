@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -87,6 +88,9 @@ class ShareFence:
         self.epochs: dict[int, Epoch] = {}
         #: counts changes of the shares held; a flow reconciles in full when it moved
         self.generation = 0
+        #: called with the shares just released, right after their epochs were dropped
+        #: (what a bridge runs for a share's groups besides writes stops there too)
+        self.on_release: list[Callable[[set[int]], None]] = []
 
     def held(self) -> set[int]:
         return set(self.epochs)
@@ -143,6 +147,8 @@ class ShareFence:
             log.info(
                 "released shares", extra={"shares": _ranges(dropped), "held": len(self.epochs)}
             )
+            for listener in self.on_release:
+                listener(dropped)
 
     def epochs_for(self, paths: list[str]) -> list[Epoch]:
         """The epochs a batch of writes to ``paths`` checks; raises :class:`ShareMoved` for

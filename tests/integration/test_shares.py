@@ -164,7 +164,6 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
         "ZK_BRIDGE__SCALE__MODE": "shares",
         "ZK_BRIDGE__SCALE__GROUP_ID": gid,
         "ZK_BRIDGE__SCALE__SESSION_TIMEOUT_MS": str(SESSION_MS),
-        "ZK_BRIDGE__COEXISTENCE__ENABLED": "false",  # not shared yet: refused with shares
     }
     ports = {name: free_port() for name in "abc"}
     bridges = {}

@@ -387,12 +387,14 @@ def test_storm_spouts_from_the_environment_and_their_errors():
 
 
 def test_shares_refuse_what_is_not_shared_yet(tmp_path):
-    """scale.mode = shares runs with neither mixed groups nor storm spouts, each refusal
-    naming the keys to change; the default (single) needs nothing."""
+    """scale.mode = shares runs mixed groups (their proxies move with the share) but not
+    storm spouts, the refusal naming the keys to change; the default (single) needs
+    nothing."""
     path = tmp_path / "b.toml"
     path.write_text('[scale]\nmode = "shares"\n')
-    with pytest.raises(ConfigError, match="coexistence.enabled = false"):
-        load(path, environ={})
-    path.write_text('[scale]\nmode = "shares"\n[coexistence]\nenabled = false\n')
+    assert load(path, environ={}).coexistence.enabled
+    spout = {"zk_root": "/storm", "spout_id": "s1", "topic": "clicks", "group": "g"}
+    with pytest.raises(ConfigError, match="storm.spouts are not shared"):
+        load(path, {"storm": {"spouts": [spout]}}, environ={})
     assert load(path, environ={}).scale.mode == "shares"
     assert load(None, environ={}).scale.mode == "single"
