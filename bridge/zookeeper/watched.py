@@ -123,9 +123,14 @@ class _Watched:
             if self.on_change is not None:
                 self.on_change("")
             return
-        with self._lock:
-            self._cache.pop(event.path, None)
-            self._fired_count[event.path] = self._fired_count.get(event.path, 0) + 1
+        # kazoo takes a watch off its table when the event arrives and calls it later, on
+        # another thread; set again meanwhile, it was armed by a read answered after the
+        # event, so that answer shows the change: dropping it made the next read list again
+        # for nothing (CI, loaded machine: an old consumer's join listed twice)
+        if not self._armed(event.path):
+            with self._lock:
+                self._cache.pop(event.path, None)
+                self._fired_count[event.path] = self._fired_count.get(event.path, 0) + 1
         if self.on_change is not None:
             self.on_change(event.path)
 

@@ -9,6 +9,8 @@ own session (read-your-writes), after a lost connection, and after the reconcile
 from __future__ import annotations
 
 import socket
+import threading
+import time
 
 import pytest
 from kazoo.client import KazooClient
@@ -51,6 +53,39 @@ def test_served_from_cache_until_an_old_consumer_changes_the_list(zk, other) -> 
     assert watched.listed == 2
     other.stop()  # its ephemeral registration goes: a session ending is a change too
     wait_for(lambda: watched.children([IDS])[IDS] == ["g_a", "g_b"], 10, what="g_c gone")
+
+
+def test_a_watch_called_late_keeps_the_list_read_after_its_event(zk, other) -> None:
+    """kazoo takes a fired watch off its table when the event arrives but calls it later,
+    on its one callback thread. Held up there (a loaded machine; here a slow callback in
+    front of it), the list read after the event was cached, and then the late call dropped
+    it: the next read listed again for nothing (CI: ``listed`` 3 where 2 was due)."""
+    zk.create(f"{IDS}/g_a", b"{}", makepath=True)
+    watched = WatchedChildren(zk)
+    assert watched.children([IDS]) == {IDS: ["g_a"]}
+    release, busy = threading.Event(), threading.Event()
+
+    def slow(_event) -> None:
+        busy.set()
+        release.wait(10)
+
+    zk.create("/slow", b"")
+    zk.get("/slow", watch=slow)
+    other.set("/slow", b"x")
+    wait_for(busy.is_set, 10, what="the callback thread held up")
+    try:
+        other.create(f"{IDS}/g_b", b"{}", ephemeral=True)
+        wait_for(  # the event arrived: the watch is off kazoo's table, its call queued
+            lambda: watched.children([IDS])[IDS] == ["g_a", "g_b"], 10, what="g_b listed"
+        )
+        assert watched.listed == 2
+    finally:
+        release.set()
+    time.sleep(0.2)  # the late call runs now
+    assert watched.children([IDS]) == {IDS: ["g_a", "g_b"]}
+    assert watched.listed == 2  # served from the cache: the late call kept the fresh list
+    other.create(f"{IDS}/g_c", b"{}", ephemeral=True)  # and the next change is still seen
+    wait_for(lambda: watched.children([IDS])[IDS] == ["g_a", "g_b", "g_c"], 10, what="g_c")
 
 
 def test_the_bridges_own_change_is_seen_by_its_next_read(zk) -> None:
