@@ -40,9 +40,14 @@ Offsets = Mapping[TopicPartition, int]
 #: is in flight, waits a whole ``retry_backoff_ms`` before it sends the next one (the
 #: response does not cut the wait short): with its default, 100 ms, each group of a
 #: transaction (AddOffsetsToTxn, then TxnOffsetCommit) cost ~110 ms, measured, 8 ms with
-#: 10 ms. It is also the pause before a retry: at most one per 10 ms, within the
-#: transaction's bound (``transaction_s``)
-TXN_BACKOFF_MS = 10
+#: 10 ms; a transaction of 5 groups then took 137 ms against 84 ms with 2 ms (same run,
+#: docs/benchmarks.md). It is also the pause before a retry (CONCURRENT_TRANSACTIONS while
+#: the previous transaction's markers are written): a few requests more per transaction at
+#: most, within the transaction's bound (``transaction_s``)
+TXN_BACKOFF_MS = 2
+#: how often a commit asks OffsetFetch whether Kafka shows it yet (the commit markers land
+#: after EndTxn returns): the copier's next transaction waits for the answer
+VISIBLE_POLL_S = 0.01
 
 
 class OffsetCommitter:
@@ -172,7 +177,7 @@ class OffsetCommitter:
                 if all(_shows(got.get(tp), o, exact) for tp, o in want.items()):
                     del pending[group]
             if pending:
-                time.sleep(0.05)
+                time.sleep(VISIBLE_POLL_S)
         return sorted(pending)
 
     def close(self) -> None:

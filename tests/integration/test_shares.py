@@ -108,6 +108,20 @@ def _dealt(ports: dict[str, int], shares: int) -> dict[str, set[int]] | None:
     return held  # type: ignore[return-value]
 
 
+def _wait_dealt(bridges: dict, ports: dict[str, int], shares: int, what: str) -> dict:
+    """:func:`_dealt` within 60 s; on a timeout each bridge's threads (SIGUSR1 dumps them
+    to its log) and last log lines go into the failure (CI once: a bridge silent for a
+    minute right after its first join, its log saying nothing of where it waited)."""
+    try:
+        return wait_for(lambda: _dealt(ports, shares), 60, 0.2, what)
+    except AssertionError as exc:
+        for name in ports:
+            bridges[name].proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        tails = {name: bridges[name].text()[-6000:] for name in ports}
+        raise AssertionError(f"{exc}; held {[_held(p) for p in ports.values()]}; {tails}") from None
+
+
 def _kafka_offset(admin, group: str, tp: KafkaTP) -> int | None:
     got = admin.list_group_offsets({group: None}).get(group, {})
     return getattr(got.get(tp), "offset", None)
@@ -180,7 +194,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     shares = wait_for(lambda: partition_counts(admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC), 30)
     groups = _group_per_share(shares, topic)
     commit_each(admin, list(groups.values()), topic, 1)
-    two = wait_for(lambda: _dealt({n: ports[n] for n in "ab"}, shares), 60, 0.2, "2 bridges")
+    two = _wait_dealt(bridges, {n: ports[n] for n in "ab"}, shares, "2 bridges")
     wait_for(lambda: not _mirrored(zk, groups, topic, 1), MIRROR_S, 0.2, "every share's group")
     wait_for(lambda: zk.exists("/brokers/ids/1"), 30, what="the registry (share 0's holder)")
     for name, held in two.items():  # the epoch nodes name the same holders
@@ -188,7 +202,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
             assert json.loads(zk.get(f"{ROOT}/shares/{s}")[0])["holder"] == name
 
     start("c")
-    three = wait_for(lambda: _dealt(ports, shares), 60, 0.2, "3 bridges")
+    three = _wait_dealt(bridges, ports, shares, "3 bridges")
     commit_each(admin, list(groups.values()), topic, 2)
     wait_for(lambda: not _mirrored(zk, groups, topic, 2), MIRROR_S, 0.2, "mirrored by 3 bridges")
     # groups only in ZooKeeper (old consumers stopped), one in a share of each bridge: each
@@ -211,7 +225,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
     killed = time.time()
     os.kill(bridges[victim].proc.pid, signal.SIGKILL)
     survivors = {n: ports[n] for n in "abc" if n != victim}
-    after = wait_for(lambda: _dealt(survivors, shares), 60, 0.2, "the dead bridge's shares")
+    after = _wait_dealt(bridges, survivors, shares, "the dead bridge's shares")
     moved = _claimed_at(zk, three[victim]) - killed
     print(f"\n{victim}'s {len(three[victim])} shares held again after {moved:.1f} s")
     _within_session(moved)
@@ -238,7 +252,7 @@ def test_bridges_share_the_shares_and_take_over_a_dead_ones(
         wait_for(lambda: not _mirrored(zk, groups, topic, 4), MIRROR_S, 0.2, "mirrored by one")
     finally:
         os.kill(bridges[zombie].proc.pid, signal.SIGCONT)
-    wait_for(lambda: _dealt(survivors, shares), 60, 0.2, "the zombie back in the group")
+    _wait_dealt(bridges, survivors, shares, "the zombie back in the group")
     assert not _mirrored(zk, groups, topic, 4)  # the zombie wrote nothing of its old view
     resumed = bridges[zombie].text()[before:]
     assert "released shares" in resumed or "deposed from a share" in resumed, resumed[-3000:]
