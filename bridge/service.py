@@ -27,9 +27,10 @@ from bridge.flows import Flow
 from bridge.flows.coexist import Coexistence
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
+from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
-from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
 from bridge.kafka.shares import SharedFollower
 from bridge.logs import FailureStreak
 from bridge.metrics import METRICS
@@ -296,6 +297,7 @@ class Bridge:
                 servers,
                 s.scale.group_id,
                 fence,
+                partitions=self._offsets_partitions,
                 session_timeout_ms=s.scale.session_timeout_ms,
                 client_options=options,
             )
@@ -315,6 +317,12 @@ class Bridge:
             self.stop_event.wait(1.0)  # ZooKeeper may be away for a while: no join storm
         finally:
             self._end_term()
+
+    def _offsets_partitions(self) -> int | None:
+        """How many shares there are: the partitions of ``__consumer_offsets``, asked with
+        the admin's bounded calls (None while Kafka does not say)."""
+        assert self.admin is not None
+        return partition_counts(self.admin, [OFFSETS_TOPIC]).get(OFFSETS_TOPIC)
 
     def _flows(self, writer: FencedWriter) -> list[tuple[Flow, float]]:
         """The enabled flows, each with its own poll interval."""

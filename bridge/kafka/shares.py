@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer
 from kafka import TopicPartition as KafkaTP
+from kafka.errors import KafkaError
 
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, Event, OffsetsLogFollower, _log_report
 from bridge.zookeeper.fence import ShareFence
@@ -54,6 +55,7 @@ class SharedFollower(OffsetsLogFollower):
         group_id: str,
         fence: ShareFence,
         *,
+        partitions: Callable[[], int | None],
         session_timeout_ms: int = 10000,
         client_options: Mapping[str, Any] | None = None,
         timeout_s: float = 30.0,
@@ -68,6 +70,8 @@ class SharedFollower(OffsetsLogFollower):
         self._reshaped: set[str] = set()
         self._start = "end"
         self.fence = fence
+        #: the partition count of the topic (the number of shares), by a bounded call
+        self.partitions = partitions
         #: shares assigned by the last poll, claimed and positioned after it returns
         self.assigned_now: set[int] = set()
         self.consumer = KafkaConsumer(
@@ -90,6 +94,7 @@ class SharedFollower(OffsetsLogFollower):
     def revoked(self, shares: set[int]) -> None:
         """Stop every write for ``shares`` before the rebalance completes."""
         self.fence.release(shares)
+        self.assigned_now -= shares  # dealt but not claimed yet (the count was unknown)
         for share in shares:
             self._positions.pop(share, None)
             self._ends.pop(share, None)
@@ -117,9 +122,19 @@ class SharedFollower(OffsetsLogFollower):
     def _settle(self) -> None:
         """Claim the shares just assigned and fix their positions at the log's end (the
         flow then reconciles their groups in full)."""
-        shares, self.assigned_now = self.assigned_now, set()
         if not self.fence.shares:
-            self.fence.shares = len(self.consumer.partitions_for_topic(self.topic) or ())
+            # not the consumer's partitions_for_topic: without the topic in its metadata
+            # (a leader that joined before it had it says "No partition metadata") that
+            # fetches metadata with no time limit (kafka-python 3.0), on the flows' thread.
+            # A CI bridge that logged that warning then went silent for a minute before its
+            # first claim and was dropped from the group (the likely place; not proven)
+            try:
+                self.fence.shares = self.partitions() or 0
+            except KafkaError as exc:
+                log.warning("partitions of %s unknown: %s", self.topic, exc)
+            if not self.fence.shares:
+                return  # the next poll tries again; nothing is claimed or written meanwhile
+        shares, self.assigned_now = self.assigned_now, set()
         tps = [KafkaTP(self.topic, s) for s in sorted(shares)]
         ends = self.consumer.end_offsets(tps, timeout_ms=int(self.timeout_s * 1000))
         for tp, end in ends.items():
