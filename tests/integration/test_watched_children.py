@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.protocol.states import Callback
 
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.watched import WatchedChildren
@@ -81,7 +81,10 @@ def test_a_watch_called_late_keeps_the_list_read_after_its_event(zk, other) -> N
         assert watched.listed == 2
     finally:
         release.set()
-    time.sleep(0.2)  # the late call runs now
+    # kazoo's callbacks run in order: once a marker queued now has run, so has the late call
+    ran = threading.Event()
+    zk.handler.dispatch_callback(Callback("watch", ran.set, ()))
+    assert ran.wait(10)
     assert watched.children([IDS]) == {IDS: ["g_a", "g_b"]}
     assert watched.listed == 2  # served from the cache: the late call kept the fresh list
     other.create(f"{IDS}/g_c", b"{}", ephemeral=True)  # and the next change is still seen
