@@ -4,6 +4,7 @@ group coordinator deals it, each write checked against its share's epoch (I3 per
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -122,7 +123,9 @@ def _wait_dealt(bridges: dict, ports: dict[str, int], shares: int, what: str) ->
     except AssertionError as exc:
         for name in ports:
             bridges[name].proc.send_signal(signal.SIGUSR1)
-        time.sleep(1)
+        dumped = lambda: all("most recent call first" in bridges[n].text() for n in ports)  # noqa: E731
+        with contextlib.suppress(AssertionError):  # a dead bridge dumps nothing
+            wait_for(dumped, 5, 0.1, "the bridges' thread dumps")
         tails = {name: bridges[name].text()[-6000:] for name in ports}
         raise AssertionError(f"{exc}; held {[_held(p) for p in ports.values()]}; {tails}") from None
 
