@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 from typing import Protocol
 
 from kafka import KafkaAdminClient
@@ -24,15 +23,13 @@ from bridge.decide.registry import (
     with_gateway_endpoints,
     with_legacy_endpoints,
 )
+from bridge.decide.topic_presence import TopicPresence
 from bridge.kafka.cluster import Quorum, read_brokers, read_cluster
 from bridge.kafka.views import ClusterView
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
 
 log = logging.getLogger(__name__)
-
-#: how long a topic must be missing from Kafka's metadata before its nodes are deleted
-DELETE_GRACE_S = 1.0
 
 
 def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
@@ -102,8 +99,7 @@ class RegistryFlow:
         self.quorum = Quorum()
         self.known: dict[str, Node] = {}
         self.refused: str | None = None
-        self._seen_topics: set[str] = set()
-        self._missing_since: dict[str, float] = {}
+        self.presence = TopicPresence()
         self._reported: set[str] = set()
 
     def owned(self) -> set[str]:
@@ -174,19 +170,13 @@ class RegistryFlow:
         self._no_legacy_endpoint = view.unsettled_brokers
         return view
 
-    def _debounced(self, view):
-        """Brokers answer Metadata from their own copy, so a topic created a moment ago can
-        be missing from one answer and back in the next. A topic is taken as deleted only
-        once it stayed missing for ``DELETE_GRACE_S``; until then its nodes are kept."""
-        now = time.monotonic()
-        for name in view.topics:
-            self._missing_since.pop(name, None)
-        for name in self._seen_topics - set(view.topics):
-            self._missing_since.setdefault(name, now)
-        keep = {n for n, t in self._missing_since.items() if now - t < DELETE_GRACE_S}
-        self._missing_since = {n: t for n, t in self._missing_since.items() if n in keep}
-        self._seen_topics = set(view.topics) | keep
-        return replace(view, unsettled=view.unsettled | keep)
+    def _debounced(self, view: ClusterView) -> ClusterView:
+        """``view`` with a topic missing for less than the grace kept, and a deleted topic
+        that a lagging broker still shows left out (``TopicPresence``)."""
+        settled, stale = self.presence.settle(view, time.monotonic())
+        if stale:
+            log.debug("deleted topics %s still in a lagging broker's metadata", sorted(stale))
+        return settled
 
     def _report_once(self, path: str, msg: str, reason: str, kind: str) -> None:
         """Log and count a node problem once per (node, reason), not once per tick."""
