@@ -24,7 +24,7 @@ from bridge.decide.registry import (
     with_legacy_endpoints,
 )
 from bridge.decide.topic_presence import TopicPresence
-from bridge.kafka.cluster import Quorum, read_brokers, read_cluster
+from bridge.kafka.cluster import Quorum, read_brokers, read_cluster, still_listed
 from bridge.kafka.views import ClusterView
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
@@ -171,9 +171,11 @@ class RegistryFlow:
         return view
 
     def _debounced(self, view: ClusterView) -> ClusterView:
-        """``view`` with a topic missing for less than the grace kept, and a deleted topic
-        that a lagging broker still shows left out (``TopicPresence``)."""
-        settled, stale = self.presence.settle(view, time.monotonic())
+        """``view`` with a missing topic kept until every broker says it is gone, and a
+        deleted topic that a lagging broker still shows left out (``TopicPresence``)."""
+        missing = self.presence.missing(view)
+        listed = still_listed(self.admin, missing, view.brokers) if missing else set()
+        settled, stale = self.presence.settle(view, time.monotonic(), listed)
         if stale:
             log.debug("deleted topics %s still in a lagging broker's metadata", sorted(stale))
         return settled

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+from kafka.protocol.metadata import MetadataRequest
 
 from bridge.kafka.calls import KafkaCallTimeout, admin_call
 from bridge.kafka.views import BrokerView, ClusterView, PartitionView, TopicView
@@ -54,6 +55,39 @@ def read_brokers(
 def describe_topics(admin: KafkaAdminClient, topics: list[str] | None = None) -> list[dict]:
     """Metadata of ``topics`` (every topic when None), as kafka-python's admin answers it."""
     return admin_call(admin, "Metadata", admin.describe_topics, topics)
+
+
+async def _listed_by(admin: KafkaAdminClient, names: list[str], node: int) -> set[str]:
+    """The ``names`` broker ``node``'s own copy of the metadata still lists."""
+    request = MetadataRequest(
+        topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+        allow_auto_topic_creation=False,
+    )
+    response = await admin._manager.send(request, node_id=node)
+    gone = UnknownTopicOrPartitionError.errno
+    return {t.name for t in response.topics if t.error_code != gone}
+
+
+def still_listed(
+    admin: KafkaAdminClient, names: Iterable[str], broker_ids: Iterable[int]
+) -> set[str]:
+    """Which of ``names`` some live broker still lists: every broker applies a topic's
+    deletion on its own time, so a topic missing from one answer is gone only once each
+    broker says it does not know it. A broker that cannot be asked counts as listing them
+    all (its nodes are kept, never deleted on a guess)."""
+    wanted = sorted(set(names))
+    listed: set[str] = set()
+    for node in sorted(set(broker_ids)):
+        try:
+            listed |= admin_call(
+                admin, "Metadata", admin._manager.run, _listed_by, admin, wanted, node
+            )
+        except KafkaError as exc:
+            log.debug("broker %s not asked whether %s are gone: %s", node, wanted, exc)
+            return set(wanted)
+        if len(listed) == len(wanted):
+            break
+    return listed
 
 
 def partition_counts(
