@@ -127,6 +127,12 @@ class Metrics:
             ["direction"],
             registry=r,
         )
+        self.kafka_commits = Counter(
+            "zkbridge_kafka_commits",
+            "commits of ZooKeeper offsets into Kafka, by how they were made",
+            ["via"],
+            registry=r,
+        )
 
         self.ungated_groups = Gauge(
             "zkbridge_ungated_groups",

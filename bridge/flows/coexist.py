@@ -161,6 +161,15 @@ class Coexistence:
     def groups(self) -> set[str]:
         return {g for g, _ in self.proxies}
 
+    def committing_proxy(self, group: str) -> ProxyMember | None:
+        """A joined proxy of ``group`` to commit the groups flow's copies as (any member of
+        the generation may commit for the group), None when none is joined. Called from
+        the copier's thread: a snapshot."""
+        for (g, _), proxy in sorted(list(self.proxies.items()), key=lambda kv: kv[0]):
+            if g == group and not proxy.closed and proxy.identity()[1] >= 0:
+                return proxy
+        return None
+
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Stop the proxies of every group ``keep`` rejects, and drop what this bridge knew
         of those groups: with shares, the groups of a share just revoked (on the flow's

@@ -1,12 +1,21 @@
 """The groups flow's copies of ZooKeeper offsets into Kafka, committed off the tick's thread.
 
 A zookeeper-mode group's offsets (old consumers commit them into ZooKeeper) go into Kafka
-with a TxnOffsetCommit. The transaction and the OffsetFetch rounds until Kafka shows it
-took 0.3-1 s on the tick's thread (bench.fleet), and with them the next tick, so a commit
-made meanwhile waited for both (docs/benchmarks.md). Here the tick hands its copies over
-and goes on; one thread commits everything handed over since its last transaction, in
-one transaction (a later copy of the same partition replaces an earlier one not sent yet),
-falling back to one transaction per group when Kafka refuses the batch.
+as one of its proxies (the Kafka member standing for an old consumer thread) when it has
+one joined: a plain OffsetCommit at the generation the proxy had before the group was read,
+so Kafka refuses it if the group rebalanced since, and the proxy's static instance id
+fences a deposed bridge's proxy once a successor's took its place. Kafka shows such a
+commit when it answers. A group without a joined proxy (coexistence off, or no old
+consumer registered) goes in a TxnOffsetCommit, fenced by the producer epoch, shown once
+its markers land: AddOffsetsToTxn per group, EndTxn and the wait for the markers made a
+copy's cycle two to four times longer (docs/benchmarks.md).
+
+The commits took 0.3-1 s on the tick's thread (bench.fleet), and with them the next tick,
+so a commit made meanwhile waited for both. Here the tick hands its copies over and goes
+on; one thread commits everything handed over since its last cycle (a later copy of the
+same partition replaces an earlier one not sent yet): the proxies' groups first, then one
+transaction for the rest and for any group a proxy could not commit, falling back to one
+transaction per group when Kafka refuses the batch.
 
 Nothing is lost: a copy that fails is reported and decided again by a later tick, which
 reads both stores again (the copies are a function of what the tick read, not a queue of
@@ -18,19 +27,24 @@ OffsetFetch under its lock (``OffsetCommitter.commit_ahead``), never committed o
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from bridge.decide.migration import kafka_writers
-from bridge.kafka.calls import KafkaCallTimeout
+from bridge.kafka.calls import KafkaCallTimeout, bounded
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import describe_groups
-from bridge.kafka.proxy import PROXY_CLIENT_ID
+from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember
 from bridge.kafka.views import GroupView
+from bridge.metrics import METRICS
 from zkpaths import TopicPartition
+
+log = logging.getLogger(__name__)
 
 Copies = dict[str, dict[TopicPartition, int]]
 Report = Callable[[str, str, str], None]
@@ -56,8 +70,13 @@ class CopiesToKafka:
         #: with shares: whether this bridge still holds a group's share; a copy of a group
         #: whose share moved since its tick is dropped (the new holder copies it)
         self.holds: Callable[[str], bool] = lambda group: True
-        #: transactions sent, for tests and metrics
+        #: with coexistence: a joined proxy of a group to commit its copies as, or None
+        self.proxy_for: Callable[[str], ProxyMember | None] = lambda group: None
+        #: transactions sent and groups committed as a proxy, for tests and metrics
         self.transactions = 0
+        self.proxy_commits = 0
+        #: a commit as a proxy that outlived its bound; no copy is sent until it ended
+        self._unfinished: Future | None = None
 
     def submit(self, copies: Mapping[str, Mapping[TopicPartition, int]]) -> None:
         """Hand ``copies`` over; returns at once."""
@@ -112,8 +131,17 @@ class CopiesToKafka:
                     self._lock.notify_all()
 
     def _commit(self, copies: Copies) -> None:
-        """One transaction for every group; one per group when Kafka refuses it."""
+        """The proxies' groups as their proxies; one transaction for every other group (and
+        any a proxy could not commit); one per group when Kafka refuses it."""
+        if self._unfinished is not None and not self._unfinished.done():
+            # it may still land: a newer copy committed first would be taken back by it
+            raise KafkaCallTimeout("the previous commit as a proxy has not finished yet")
+        self._unfinished = None
         copies = {g: o for g, o in copies.items() if self.holds(g)}
+        proxies = {g: p for g in copies if (p := self.proxy_for(g)) is not None}
+        if proxies:
+            left = self._commit_as_proxies({g: copies[g] for g in proxies}, proxies)
+            copies = {g: o for g, o in copies.items() if g not in proxies or g in left}
         if not copies:
             return
         try:
@@ -131,6 +159,35 @@ class CopiesToKafka:
                 self.committer.commit_ahead({group: offsets}, "by_mode", keep=self._unowned)
             except KafkaError as exc:
                 self.report(group, f"offset commit into Kafka failed: {exc}", "kafka")
+
+    def _commit_as_proxies(self, copies: Copies, proxies: Mapping[str, ProxyMember]) -> set[str]:
+        """Each group's copies as its proxy, at the generation the proxy had before the
+        group was read (``_unowned``, ``ahead``: under the committer's lock, as for a
+        transaction). Returns the groups left to a transaction: a refused commit (the
+        group moved on, the proxy was stopped) is tried there, under the same checks."""
+        left: set[str] = set()
+        with self.committer.lock:
+            at = {g: p.identity()[:2] for g, p in proxies.items()}
+            for group, offsets in self.committer.ahead(self._unowned(copies)).items():
+                self.proxy_commits += 1
+                try:  # bounded: the lock is held, and the tick's hand-overs wait for it
+                    error = bounded(
+                        "OffsetCommit",
+                        proxies[group].commit,
+                        offsets,
+                        at[group],
+                        timeout_s=self.committer.transaction_s,
+                    )
+                except KafkaCallTimeout as exc:
+                    self._unfinished = exc.pending
+                    raise
+                if error is None:
+                    METRICS.kafka_commits.labels(via="proxy").inc()
+                    self.committer.committed(group, offsets, "by_mode")
+                else:
+                    log.debug("copy into %s as its proxy refused (%s)", group, error)
+                    left.add(group)
+        return left
 
     def _unowned(self, copies: Mapping[str, Mapping[TopicPartition, int]]) -> Copies:
         """The copies no Kafka member commits itself now (``unowned``), read right before

@@ -131,17 +131,22 @@ class OffsetCommitter:
         self._unfinished = None
         try:
             bounded("TxnOffsetCommit", self._transact, per_group, timeout_s=self.transaction_s)
+            METRICS.kafka_commits.labels(via="transaction").inc()
         except KafkaCallTimeout as exc:
             self._unfinished = exc.pending
             raise
         late = self._await_visible(per_group, exact)
         for group, offsets in per_group.items():
-            METRICS.offsets_copied.labels(direction=direction).inc(len(offsets))
-            log.info(
-                "committed offsets into Kafka",
-                extra={"group": group, "partitions": len(offsets), "direction": direction},
-            )
+            self.committed(group, offsets, direction)
         return late
+
+    def committed(self, group: str, offsets: Offsets, direction: str) -> None:
+        """Count and log a commit into Kafka (a transaction's, or one made as a proxy)."""
+        METRICS.offsets_copied.labels(direction=direction).inc(len(offsets))
+        log.info(
+            "committed offsets into Kafka",
+            extra={"group": group, "partitions": len(offsets), "direction": direction},
+        )
 
     def _transact(self, per_group: Mapping[str, Offsets]) -> None:
         if self._producer is None:

@@ -315,17 +315,24 @@ class ProxyMember(BaseCoordinator):
         return generation.member_id or "", generation.generation_id, assigned
 
     # ---- committing as the member (next-generation groups) ----------------------------------
-    def commit(self, offsets: dict[TopicPartition, int]) -> str | None:
+    def commit(
+        self, offsets: dict[TopicPartition, int], at: tuple[str, int] | None = None
+    ) -> str | None:
         """Commit ``offsets`` as this member, at its member epoch (a ``consumer`` group
         takes commits from its members only: ConsumerGroup.validateOffsetCommit checks the
-        member id and, for a classic member, generation == member epoch). Returns the first
-        error, or None."""
-        return self.pool.net.run(self._commit, offsets)
+        member id and, for a classic member, generation == member epoch). ``at``: the
+        (member id, generation) to commit at, taken before the caller read the group, so
+        Kafka refuses the commit if the group moved on since. Returns the first error, or
+        None."""
+        return self.pool.net.run(self._commit, offsets, at)
 
-    async def _commit(self, offsets: dict[TopicPartition, int]) -> str | None:
+    async def _commit(
+        self, offsets: dict[TopicPartition, int], at: tuple[str, int] | None = None
+    ) -> str | None:
         generation = self._generation
         if self.coordinator_unknown() or not generation.has_member_id():
             return "not joined"
+        member_id, generation_id = at or (generation.member_id, generation.generation_id)
         topic_cls = OffsetCommitRequest.OffsetCommitRequestTopic
         part_cls = topic_cls.OffsetCommitRequestPartition
         per_topic: dict[str, list] = {}
@@ -341,8 +348,8 @@ class ProxyMember(BaseCoordinator):
         request = OffsetCommitRequest(
             max_version=8,
             group_id=self.group_id,
-            generation_id_or_member_epoch=generation.generation_id,
-            member_id=generation.member_id,
+            generation_id_or_member_epoch=generation_id,
+            member_id=member_id,
             group_instance_id=self.group_instance_id,
             topics=[topic_cls(name=t, partitions=ps) for t, ps in per_topic.items()],
         )

@@ -26,9 +26,12 @@ from bench import create_topic
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
+from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.zookeeper.fence import claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
+from tests.integration.test_group_mirror import register_old_consumer
+from tests.integration.test_ops import free_port, metric
 
 pytestmark = pytest.mark.integration
 
@@ -176,4 +179,55 @@ def test_a_missed_watch_is_caught_by_the_reconcile(
     finally:
         flow.close()
         committer.close()
+        admin.delete_topics([topic])
+
+
+def _commits(port: int, via: str) -> float:
+    return metric(port, "zkbridge_kafka_commits_total", via=via) or 0.0
+
+
+def _proxies_stable(admin, group: str) -> bool:
+    desc = admin.describe_groups([group])[group]
+    clients = {m["client_id"] for m in desc.get("members") or ()}
+    return desc.get("group_state") == "Stable" and clients == {PROXY_CLIENT_ID}
+
+
+def test_a_mixed_groups_copies_are_committed_as_its_proxy(
+    stack, zk, admin, topic_name, start_bridge
+):
+    """An old consumer's commits into a group the bridge has a proxy in go into Kafka as
+    that proxy (an OffsetCommit at its generation), not in a transaction; a group with no
+    old consumer registered (so no proxy) is the control: its copies go in a transaction."""
+    topic, group, alone = topic_name("t"), topic_name("g"), topic_name("alone")
+    create_topic(admin, topic, 2)
+    consumer_id = register_old_consumer(zk, group, topic)
+    thread = zkpaths.thread_id(consumer_id, 0)
+    for p in range(2):
+        zk.create(
+            zkpaths.owner_path(group, topic, p), thread.encode(), ephemeral=True, makepath=True
+        )
+        zk.create(zkpaths.offset_path(group, topic, p), b"3", makepath=True)
+    port = free_port()
+    bridge = start_bridge(
+        "--metrics-address",
+        f"127.0.0.1:{port}",
+        env={"ZK_BRIDGE__GROUPS__INCLUDE": f'["{group}", "{alone}"]'},
+    )
+    try:
+        wait_for(lambda: _kafka_offsets(admin, group) == {0: 3, 1: 3}, 90, what="the first copy")
+        wait_for(lambda: _proxies_stable(admin, group), 60, what="the proxy joined")
+        before = _commits(port, "proxy"), _commits(port, "transaction")
+        for offset in (4, 5, 6):
+            zk.set(zkpaths.offset_path(group, topic, 0), str(offset).encode())
+            wait_for(
+                lambda o=offset: _kafka_offsets(admin, group).get(0) == o, 30, what=f"{offset}"
+            )
+        after = _commits(port, "proxy"), _commits(port, "transaction")
+        assert after[0] - before[0] >= 1 and after[1] == before[1], (before, after)
+        # the control: offsets only (no old consumer registered, no proxy)
+        zk.create(zkpaths.offset_path(alone, topic, 0), b"9", makepath=True)
+        wait_for(lambda: _kafka_offsets(admin, alone) == {0: 9}, 90, what="the control's copy")
+        assert _commits(port, "transaction") > after[1]
+    finally:
+        bridge.stop()
         admin.delete_topics([topic])

@@ -98,3 +98,79 @@ def test_copies_go_only_into_settled_groups_and_never_over_a_members_partition()
         assert unowned(copies, {"g": view(moving, proxy)}) == {}
     assert unowned(copies, {"g": view("Stable", error="NOT_COORDINATOR")}) == {}
     assert unowned(copies, {}) == {}
+
+
+class FakeProxy:
+    """A joined proxy: its identity moves to ``later`` once the group was read (a
+    rebalance in between), and it answers each commit with ``answer``."""
+
+    def __init__(self, answer: str | None = None, later: tuple[str, int] | None = None):
+        self.at = ("member-1", 7)
+        self.later = later
+        self.answer = answer
+        self.commits: list[tuple[dict, tuple[str, int]]] = []
+
+    def identity(self):
+        return (*self.at, frozenset())
+
+    def commit(self, offsets, at=None):
+        self.commits.append((dict(offsets), at))
+        return self.answer
+
+
+class ProxyAwareCommitter(FakeCommitter):
+    """The fake committer with what the proxies' path uses of the real one."""
+
+    transaction_s = 5.0
+
+    def __init__(self, proxies: dict[str, FakeProxy]) -> None:
+        super().__init__()
+        self.release.set()
+        self.lock = threading.RLock()
+        self.proxies = proxies
+        self.recorded: list[str] = []
+
+    def ahead(self, per_group):
+        for p in self.proxies.values():  # the group is read: a rebalance may come after
+            if p.later:
+                p.at = p.later
+        return {g: dict(o) for g, o in per_group.items()}
+
+    def committed(self, group, offsets, direction):
+        self.recorded.append(group)
+
+
+def proxied(
+    proxies: dict[str, FakeProxy], reported: list
+) -> tuple[CopiesToKafka, ProxyAwareCommitter]:
+    fake = ProxyAwareCommitter(proxies)
+    c = copies(fake, reported)
+    c._unowned = lambda per_group: {g: dict(o) for g, o in per_group.items()}  # type: ignore[method-assign]
+    c.proxy_for = proxies.get
+    return c, fake
+
+
+def test_a_group_with_a_joined_proxy_is_committed_as_it_the_others_in_a_transaction() -> None:
+    p = FakeProxy()
+    reported: list = []
+    c, fake = proxied({"mixed": p}, reported)
+    c.submit({"mixed": {T0: 4}, "alone": {T0: 9}})
+    assert c.wait_idle(10)
+    assert p.commits == [({T0: 4}, ("member-1", 7))]
+    assert fake.transactions == [{"alone": {T0: 9}}] and fake.recorded == ["mixed"]
+    assert c.proxy_commits == 1 and not reported
+    c.close()
+
+
+def test_a_commit_as_a_proxy_is_made_at_the_generation_read_before_the_group() -> None:
+    """The generation is taken before the group is read (``_unowned``, ``ahead``): a
+    rebalance after the read makes Kafka refuse the commit, never take it at the new one."""
+    p = FakeProxy(answer="t-0: IllegalGenerationError", later=("member-1", 8))
+    reported: list = []
+    c, fake = proxied({"mixed": p}, reported)
+    c.submit({"mixed": {T0: 4}})
+    assert c.wait_idle(10)
+    assert p.commits == [({T0: 4}, ("member-1", 7))]
+    # refused: tried in a transaction, under the same checks read again
+    assert fake.transactions == [{"mixed": {T0: 4}}] and fake.recorded == []
+    c.close()
