@@ -37,6 +37,7 @@ from bridge.decide.groups import (
 )
 from bridge.decide.migration import GroupRecord, StorageMode
 from bridge.decide.plan import Desired, Node
+from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.group_modes import GroupStorageModes
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
@@ -210,7 +211,7 @@ class GroupMirrorFlow(GroupStorageModes):
         self.watched_data.clear()
         if self.follower is not None and not self.kafka.resync():
             log.info("resync deferred: the reconcile under way is not finished")
-        self.tree.resync(pages)
+        self.tree.resync(pages, self.shares.holds_group if self.shares is not None else None)
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made. Read Kafka's groups and
@@ -281,9 +282,32 @@ class GroupMirrorFlow(GroupStorageModes):
         assert self.shares is not None and self.follower is not None
         self.kafka.dirty |= self.follower.changed_groups()
         if self._shares_seen != self.shares.generation:
-            self._shares_seen, self.tree.loaded = self.shares.generation, False
+            self._shares_seen = self.shares.generation
+            self._take_over(self.shares.take_over())
             self.resync()
         return {g: r for g, r in requests.items() if self.shares.holds_group(g)}
+
+    def _take_over(self, shares: set[int]) -> None:
+        """The groups of ``shares`` (another bridge held them since this one did): their
+        nodes and ledger read again (the others wrote them; the shares kept through a
+        rebalance were written by this bridge alone, and stay as known: reading the whole
+        ledger at every rebalance held a joining bridge's shares for ~10 s at 3,000
+        groups), and their Kafka side read this tick even while a reconcile is under way
+        (the resync's full read waits for it)."""
+        assert self.shares is not None
+        count = self.shares.shares
+
+        def taken(group: str) -> bool:
+            return share_of_group(group, count) in shares
+
+        if not shares:
+            return
+        if self.tree.loaded:
+            self.tree.reload(self.tree.groups_where(taken))
+        if self.kafka.picture is not None:
+            fresh = {g for g in self.kafka.picture.kinds if taken(g)}
+            self.kafka.dirty |= fresh
+            self.kafka.reshaped |= fresh
 
     def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
         """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the

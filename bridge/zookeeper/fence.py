@@ -91,6 +91,11 @@ class ShareFence:
         #: called with the shares just released, right after their epochs were dropped
         #: (what a bridge runs for a share's groups besides writes stops there too)
         self.on_release: list[Callable[[set[int]], None]] = []
+        #: each share's epoch as this bridge last claimed it (kept after a release)
+        self._last: dict[int, int] = {}
+        #: shares claimed since :meth:`take_over` was last asked whose epoch another bridge
+        #: bumped since this one last held them: their groups' nodes were written by others
+        self._taken: set[int] = set()
 
     def held(self) -> set[int]:
         return set(self.epochs)
@@ -119,23 +124,37 @@ class ShareFence:
             for share, result in reads:
                 data, stat = result.get()
                 try:
-                    value = int(json.loads(data or b"{}").get("epoch", 0)) + 1
+                    was = json.loads(data or b"{}")
+                    value = int(was.get("epoch", 0)) + 1
+                    ours = was.get("holder") == self.holder and self._last.get(share) == value - 1
                 except (ValueError, AttributeError):
                     value = stat.version + 1  # a damaged epoch node still has a version
+                    ours = False
                 body = json.dumps({"epoch": value, "holder": self.holder})
                 write = self.client.set_async(paths[share], body.encode(), version=stat.version)
-                sets.append((share, value, write))
+                sets.append((share, value, ours, write))
             todo = []
-            for share, value, write in sets:
+            for share, value, ours, write in sets:
                 try:
                     stat = write.get()
                 except BadVersionError:
                     todo.append(share)  # bumped between our read and write: read again
                     continue
                 self.epochs[share] = Epoch(paths[share], value, stat.version, self.holder)
+                self._last[share] = value
+                if not ours:  # another bridge held it since (or never this one)
+                    self._taken.add(share)
         if shares:
             self.generation += 1
             log.info("claimed shares", extra={"shares": _ranges(shares), "held": len(self.epochs)})
+
+    def take_over(self) -> set[int]:
+        """The shares claimed since the last call that another bridge held in between (a
+        rebalance revokes every share and deals most back: those it dealt back to this
+        bridge, with no claim by another in between, kept their nodes as this bridge left
+        them)."""
+        taken, self._taken = self._taken, set()
+        return taken
 
     def release(self, shares: set[int]) -> None:
         """Stop writing for ``shares`` (revoked): their batches are refused from now on."""

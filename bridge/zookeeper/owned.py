@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
+from kazoo.exceptions import NoNodeError
+
 import zkpaths
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.metrics import METRICS
@@ -74,17 +76,35 @@ class OwnedTree:
             out.add(zkpaths.CONSUMERS)
         return out
 
-    def resync(self, pager: Pager) -> None:
-        """In full the first time in a term; later, queue every owned group for
-        :meth:`verify_page` (nothing is walked whole on the service's timer)."""
+    def resync(self, pager: Pager, held: Callable[[str], bool] | None = None) -> None:
+        """In full the first time in a term; later, queue every owned group (of ``held``)
+        for :meth:`verify_page` (nothing is walked whole on the service's timer)."""
         if not self.loaded:
-            self.writer.ledger.load(self.zk, self.scopes)
+            if held is None:
+                self.writer.ledger.load(self.zk, self.scopes)
+            else:  # shares: the held shares' groups; others' once taken over (``reload``)
+                self.writer.ledger.load(
+                    self.zk,
+                    [zkpaths.consumer_group_path(g) for g in self.groups_where(held)],
+                    nodes=self.scopes,
+                )
             self.known = read_nodes(self.zk, sorted(self.owned()))
             self.foreign = set()
             self.loaded, self.verifying = True, []
             return
         sizes = self.writer.ledger.owned.sizes()  # /consumers itself: read at term start
+        if held is not None:
+            sizes = {g: n for g, n in sizes.items() if held(g)}
         self.verifying = pager(sorted(sizes), sizes)
+
+    def groups_where(self, wanted: Callable[[str], bool]) -> list[str]:
+        """The groups with ledger markers (in ZooKeeper now, or indexed) that ``wanted``
+        keeps: with shares, a share's groups, including those another bridge created."""
+        try:
+            listed = self.zk.get_children(self.writer.ledger.marker(zkpaths.CONSUMERS))
+        except NoNodeError:
+            listed = []
+        return sorted(g for g in set(listed) | self.writer.ledger.owned.groups() if wanted(g))
 
     def verify_page(self) -> None:
         """The next page of the background verification ``resync`` queued."""

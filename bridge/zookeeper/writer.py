@@ -67,10 +67,18 @@ class Ledger:
     def marker(self, path: str) -> str:
         return self.base + path
 
-    def load(self, client: KazooClient, scopes: Iterable[str] = ("/",)) -> None:
-        """Walk the ledger (below each scope) and rebuild the owned set."""
+    def load(
+        self, client: KazooClient, scopes: Iterable[str] = ("/",), nodes: Iterable[str] = ()
+    ) -> None:
+        """Walk the ledger (below each scope) and rebuild the owned set; ``nodes`` are read
+        alone, not below (with shares, ``/consumers`` itself without every group)."""
+        scopes, nodes = list(scopes), list(nodes)
         self.owned.drop(scopes)
+        for path in nodes:
+            self.owned.discard(path)
         frontier = [self.marker("" if s == "/" else s) for s in scopes]
+        alone = {self.marker(n) for n in nodes}
+        frontier += sorted(alone)
         ancestors = {self.base}
         for m in frontier:
             while m != self.base and m.startswith(self.base):
@@ -90,7 +98,8 @@ class Ledger:
                 legacy = m[len(self.base) :] or "/"
                 if data == OWNED:
                     self.owned.add(legacy)
-                frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
+                if m not in alone:
+                    frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
 
 
 class FencedWriter:

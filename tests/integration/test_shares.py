@@ -85,6 +85,31 @@ def test_a_deposed_share_writer_is_fenced(stack, chroot):
         b.stop()
 
 
+def test_a_share_dealt_back_is_taken_over_only_if_another_held_it_between(stack, chroot):
+    """A rebalance revokes every share and deals most back: a share dealt back with no
+    claim by another bridge in between kept its nodes as this bridge wrote them (its
+    groups are not read again); one another bridge claimed in between is taken over."""
+    a, b = KazooClient(stack.zk_connect + chroot), KazooClient(stack.zk_connect + chroot)
+    a.start()
+    b.start()
+    try:
+        mine, theirs = ShareFence(a, ROOT, "a", 50), ShareFence(b, ROOT, "b", 50)
+        mine.claim({1, 2})
+        assert mine.take_over() == {1, 2}, "a first claim: whoever held them wrote them"
+        mine.release({1, 2})  # a rebalance
+        mine.claim({1, 2})
+        assert mine.take_over() == set(), "dealt back, nobody else in between"
+        mine.release({1, 2})
+        theirs.claim({2})  # another rebalance gave share 2 to b for a while
+        theirs.release({2})
+        mine.claim({1, 2})
+        assert mine.take_over() == {2}
+        assert mine.take_over() == set(), "each take-over is said once"
+    finally:
+        a.stop()
+        b.stop()
+
+
 def _held(port: int) -> set[int] | None:
     """The shares one bridge says it holds (its /metrics), None while it does not answer."""
     answer = get(port, "/metrics")
