@@ -289,10 +289,9 @@ class GroupMirrorFlow(GroupStorageModes):
 
     def _take_over(self, shares: set[int]) -> None:
         """The groups of ``shares`` (another bridge held them since this one did): their
-        nodes and ledger read again (the others wrote them; the shares kept through a
-        rebalance were written by this bridge alone, and stay as known: reading the whole
-        ledger at every rebalance held a joining bridge's shares for ~10 s at 3,000
-        groups), and their Kafka side read this tick even while a reconcile is under way
+        nodes and ledger read again before their next decision (the others wrote them; the
+        shares kept through a rebalance were written by this bridge alone, and stay as
+        known), and their Kafka side read this tick even while a reconcile is under way
         (the resync's full read waits for it)."""
         assert self.shares is not None
         count = self.shares.shares
@@ -303,7 +302,7 @@ class GroupMirrorFlow(GroupStorageModes):
         if not shares:
             return
         if self.tree.loaded:
-            self.tree.reload(self.tree.groups_where(taken))
+            self.tree.take_over(self.tree.groups_where(taken))
         if self.kafka.picture is not None:
             fresh = {g for g in self.kafka.picture.kinds if taken(g)}
             self.kafka.dirty |= fresh
@@ -322,6 +321,7 @@ class GroupMirrorFlow(GroupStorageModes):
         # none: asking would be a NoNode read, never cached, per group and tick)
         registered = self.reader.consumer_ids(sorted(mirrored | set(zk_groups)))
         scope = self._scope(pic, wanted, zk_groups, mirrored, registered, ledger, requests)
+        self.tree.ensure(set(self.tree.pending) if scope is None else scope)
         if scope is None:
             owned = self.owned()
         else:  # with a follower: groups that may have changed, and a page

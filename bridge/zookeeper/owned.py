@@ -59,6 +59,9 @@ class OwnedTree:
         #: whether this term read the ledger in full yet; then the pages still to verify
         self.loaded = False
         self.verifying: list[list[str]] = []
+        #: groups taken over (with shares: another bridge wrote them since) whose ledger and
+        #: nodes are not read yet: read at their first tick (``ensure``) or by a page
+        self.pending: set[str] = set()
 
     def owned(self, held: Callable[[str], bool] | None = None) -> set[str]:
         """The owned nodes under ``/consumers``; with ``held``, of the groups it holds."""
@@ -93,9 +96,24 @@ class OwnedTree:
             self.loaded, self.verifying = True, []
             return
         sizes = self.writer.ledger.owned.sizes()  # /consumers itself: read at term start
+        sizes.update({g: sizes.get(g, 1) for g in self.pending})
         if held is not None:
             sizes = {g: n for g, n in sizes.items() if held(g)}
         self.verifying = pager(sorted(sizes), sizes)
+
+    def take_over(self, groups: Iterable[str]) -> None:
+        """Read ``groups`` again before their next decision (``ensure``), not now: a bridge
+        taking over 1,500 groups read them all before its first tick (9 s here), while a
+        mixed group among them must have its proxies started within the old proxies'
+        session timeout."""
+        self.pending |= set(groups)
+
+    def ensure(self, groups: Iterable[str]) -> None:
+        """Read the ones of ``groups`` taken over and not read yet (a tick's scope, before
+        its decisions)."""
+        todo = self.pending.intersection(groups)
+        if todo:
+            self.reload(sorted(todo))
 
     def groups_where(self, wanted: Callable[[str], bool]) -> list[str]:
         """The groups with ledger markers (in ZooKeeper now, or indexed) that ``wanted``
@@ -116,6 +134,7 @@ class OwnedTree:
         if not groups:
             return
         chosen = set(groups)
+        self.pending -= chosen
         before = self.of_groups(chosen) | {p for p in self.foreign if group_of(p) in chosen}
         self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
         for p in before:

@@ -110,6 +110,49 @@ def test_a_share_dealt_back_is_taken_over_only_if_another_held_it_between(stack,
         b.stop()
 
 
+def test_groups_taken_over_are_read_at_their_first_decision_not_all_at_once(stack, chroot):
+    """A bridge taking over a share reads a group's ledger and nodes when a tick first
+    decides it (``OwnedTree.ensure``), or by a background page; until then the group is
+    pending and none of its nodes are planned against."""
+    from bridge.decide.groups import SCOPE
+    from bridge.zookeeper.owned import OwnedTree
+
+    a, b = KazooClient(stack.zk_connect + chroot), KazooClient(stack.zk_connect + chroot)
+    a.start()
+    b.start()
+    try:
+        groups = _group_per_share(50, "lazy")
+        g1, g2 = groups[1], groups[2]
+        theirs = ShareFence(a, ROOT, "a", 50)
+        theirs.claim({1, 2})
+        writer = FencedWriter(a, None, Ledger(ROOT), shares=theirs)
+        ops = [Create("/consumers", b"")]
+        for g in (g1, g2):
+            ops += [Create(f"/consumers/{g}", b""), Create(f"/consumers/{g}/ids", b"")]
+        writer.apply(ops, {})
+        theirs.release({1, 2})
+
+        mine = ShareFence(b, ROOT, "b", 50)
+        tree = OwnedTree(b, FencedWriter(b, None, Ledger(ROOT), shares=mine), SCOPE, print)
+        tree.resync(lambda gs, sizes: [gs], held=mine.holds_group)  # nothing held yet
+        assert tree.loaded and tree.of_groups([g1, g2]) == set()
+        mine.claim({1, 2})
+        assert mine.take_over() == {1, 2}
+        tree.take_over(tree.groups_where(lambda g: share_of_group(g, 50) in {1, 2}))
+        assert tree.pending == {g1, g2}
+        tree.ensure({g1, "another"})  # a tick deciding g1
+        assert tree.pending == {g2}
+        assert tree.of_groups([g1]) == {f"/consumers/{g1}", f"/consumers/{g1}/ids"}
+        assert f"/consumers/{g1}/ids" in tree.known and tree.of_groups([g2]) == set()
+        tree.resync(lambda gs, sizes: [[g] for g in gs], held=mine.holds_group)
+        while tree.verifying:  # the background pages read the rest
+            tree.verify_page()
+        assert not tree.pending and f"/consumers/{g2}/ids" in tree.known
+    finally:
+        a.stop()
+        b.stop()
+
+
 def _held(port: int) -> set[int] | None:
     """The shares one bridge says it holds (its /metrics), None while it does not answer."""
     answer = get(port, "/metrics")
