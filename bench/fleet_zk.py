@@ -15,11 +15,12 @@ higher. Each write's time is taken when ZooKeeper acknowledged it.
 Visible in Kafka: a follower of ``__consumer_offsets`` (``bridge.kafka.offsets_log``'s, on
 its own thread, positioned at the end before the groups exist) records when the first
 record carrying that offset or a later one arrived. It reads ``read_committed``: the bridge
-commits with TxnOffsetCommit, whose offsets OffsetFetch shows only once the transaction's
-commit marker is written, and a read_committed fetch returns the record only then too. So
-the arrival is the honest "visible" time (it can only overstate by the fetch's own delay).
-The record's commit timestamp (the broker's clock when it took the TxnOffsetCommit, before
-the marker) is printed beside it as a lower bound, not used for the target.
+commits as a group's proxy (a plain OffsetCommit, shown as soon as it is answered) or, for a
+group without a joined proxy, with TxnOffsetCommit, whose offsets OffsetFetch shows only once
+the transaction's commit marker is written, and a read_committed fetch returns the record
+only then too. So the arrival is the honest "visible" time (it can only overstate by the
+fetch's own delay). The record's commit timestamp (the broker's clock when it took the
+commit, before any marker) is printed beside it as a lower bound, not used for the target.
 """
 
 from __future__ import annotations
@@ -279,17 +280,17 @@ def report(r: ZkResult, rate: float, seconds: float) -> tuple[float, bool]:
     print(f"    worst send behind schedule                 {r.behind * 1000:9.1f} ms")
     print(f"    write acked -> record in Kafka (follower)  {dist(lat)}")
     split = [a - c for a, c in zip(lat, r.lat_commit_ts, strict=True)]
-    print(f"      of which: -> the bridge's TxnOffsetCommit  {dist(r.lat_commit_ts)}")
-    print(f"      and then: -> visible (EndTxn, fetch)     {dist(split)}")
+    print(f"      of which: -> the bridge's commit         {dist(r.lat_commit_ts)}")
+    print(f"      and then: -> visible (markers, fetch)    {dist(split)}")
     print(f"    unseen in Kafka (must be 0)                {r.unseen}")
     if lat and p99 > TARGET_P99_S:
         print(
-            "    where the time goes: up to the TxnOffsetCommit, the tick in progress when the\n"
+            "    where the time goes: up to the bridge's commit, the tick in progress when the\n"
             "      write's data watch fired (it wakes the next one at once) and that tick's\n"
             "      work for every group in scope (Kafka reads, decisions, the fenced writes;\n"
-            "      only the nodes whose watch fired are read again); after it, the\n"
-            "      transaction's EndTxn and the wait for OffsetFetch to show it, on the\n"
-            "      copies' own thread (py-spy in docs/benchmarks.md)"
+            "      only the nodes whose watch fired are read again), then the copier's\n"
+            "      DescribeGroups and OffsetFetch under its lock, behind the cycle before\n"
+            "      (docs/benchmarks.md)"
         )
     if not r.warm:
         print("  ! the bridge did not copy the registered groups' first offsets into Kafka")
