@@ -61,8 +61,10 @@ def zk_registry(zk, topics: set[str]) -> dict:
                 state = json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")[0])
                 parts[int(p)] = (tuple(assignment[p]), state["leader"], tuple(state["isr"]))
             out["topics"][t] = parts
-        except NoNodeError:
-            # a topic half written or half deleted (its batches land one after another)
+        except (NoNodeError, KeyError):
+            # a topic half written or half deleted (its batches land one after another:
+            # a new partition's state lands before the topic's assignment names it, as a
+            # reader going by the assignment never sees a partition without its state)
             # matches no Kafka view: the comparison waits for the tree to be whole again
             out["topics"][t] = "incomplete"
     return out
