@@ -294,13 +294,13 @@ class GroupMirrorFlow(GroupStorageModes):
         known), and their Kafka side read this tick even while a reconcile is under way
         (the resync's full read waits for it)."""
         assert self.shares is not None
+        if not shares:
+            return
         count = self.shares.shares
 
         def taken(group: str) -> bool:
             return share_of_group(group, count) in shares
 
-        if not shares:
-            return
         if self.tree.loaded:
             self.tree.take_over(self.tree.groups_where(taken))
         if self.kafka.picture is not None:

@@ -86,20 +86,22 @@ class Ledger:
                 ancestors.add(m)
         self.markers |= {m for m in ancestors if client.exists(m)}
         while frontier:
-            reads = [(m, client.get_async(m), client.get_children_async(m)) for m in frontier]
+            reads = [
+                (m, client.get_async(m), None if m in alone else client.get_children_async(m))
+                for m in frontier
+            ]
             frontier = []
             for m, data_async, children_async in reads:
                 try:
                     data, _ = data_async.get()
-                    children = children_async.get()
+                    children = children_async.get() if children_async is not None else []
                 except NoNodeError:
                     continue
                 self.markers.add(m)
                 legacy = m[len(self.base) :] or "/"
                 if data == OWNED:
                     self.owned.add(legacy)
-                if m not in alone:
-                    frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
+                frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
 
 
 class FencedWriter:
