@@ -189,13 +189,20 @@ def _wait_dealt(bridges: dict, ports: dict[str, int], shares: int, what: str) ->
     try:
         return wait_for(lambda: _dealt(ports, shares), MIRROR_S, 0.2, what)
     except AssertionError as exc:
+        held = {name: _held(port) for name, port in ports.items()}
+        logged = {name: len(bridges[name].text()) for name in ports}
         for name in ports:
             bridges[name].proc.send_signal(signal.SIGUSR1)
         dumped = lambda: all("most recent call first" in bridges[n].text() for n in ports)  # noqa: E731
         with contextlib.suppress(AssertionError):  # a dead bridge dumps nothing
             wait_for(dumped, 5, 0.1, "the bridges' thread dumps")
-        tails = {name: bridges[name].text()[-6000:] for name in ports}
-        raise AssertionError(f"{exc}; held {[_held(p) for p in ports.values()]}; {tails}") from None
+        report = [f"{exc}", f"held {held}"]
+        for name in ports:  # the threads first: CI shows a failure's first lines only
+            text = bridges[name].text()
+            report += [f"--- {name}'s threads", text[logged[name] :][:8000]]
+        for name in ports:
+            report += [f"--- {name}'s last log lines", bridges[name].text()[: logged[name]][-5000:]]
+        pytest.fail("\n".join(report), pytrace=False)
 
 
 def _kafka_offset(admin, group: str, tp: KafkaTP) -> int | None:
