@@ -35,6 +35,26 @@ log = logging.getLogger(__name__)
 JOIN_POLL_MS = 200
 
 
+def resume_unfinished_join(coordinator: Any) -> bool:
+    """Ask ``coordinator`` (kafka-python's) to rejoin when it is stuck half-way through a
+    join; True when it was.
+
+    kafka-python 3.0.12 finishes a join (heartbeats back on, the assignment taken) only in a
+    poll that still finds ``need_rejoin()``. A leader whose first assignment was made before
+    it had the topic's metadata (it dealt nothing) rejoins because its metadata snapshot
+    changed, and its own new assignment, made inside that join, makes the snapshots equal
+    again: when the poll that started the join returned before it completed, no later poll
+    takes it up. The member then stays "rebalancing" with heartbeats off, its session
+    expires, and it never joins again (a bridge held no share for minutes while another held
+    them all; 5 of about 150 starts of two bridges at once, under load). Asking for a rejoin
+    makes the next poll finish the join in flight, or make a new one."""
+    if coordinator.rejoining and not coordinator.need_rejoin():
+        log.info("the Kafka client left a join of the bridges' group unfinished: joining again")
+        coordinator.request_rejoin()
+        return True
+    return False
+
+
 class _Listener(ConsumerRebalanceListener):
     def __init__(self, follower: SharedFollower) -> None:
         self.follower = follower
@@ -112,9 +132,11 @@ class SharedFollower(OffsetsLogFollower):
         return [e for e in events if self.fence.holds_group(e.group)]
 
     def _rejoining(self) -> bool:
-        """Whether the client is in the middle of (re)joining the bridges' group."""
+        """Whether the client is in the middle of (re)joining the bridges' group; a join
+        it left unfinished is taken up again (:func:`resume_unfinished_join`)."""
         coordinator = getattr(self.consumer, "_coordinator", None)
         try:
+            resume_unfinished_join(coordinator)
             return bool(coordinator.need_rejoin())  # type: ignore[union-attr]
         except AttributeError:  # another client version: each poll carries the join on
             return False
