@@ -170,6 +170,18 @@ class Coexistence:
                 return proxy
         return None
 
+    def dealt_to_proxies(self, group: str, generation: int) -> frozenset[TopicPartition]:
+        """The partitions ``generation`` of ``group`` gave its proxies (those whose SyncGroup
+        answered in it): no Kafka member holds them while that generation lasts. Called
+        from the copier's thread: a snapshot."""
+        dealt: set[TopicPartition] = set()
+        for (g, _), proxy in list(self.proxies.items()):
+            if g == group and not proxy.closed:
+                _, at, assigned = proxy.identity()
+                if at == generation:
+                    dealt |= assigned
+        return frozenset(dealt)
+
     def forget(self, keep: Callable[[str], bool]) -> None:
         """Stop the proxies of every group ``keep`` rejects, and drop what this bridge knew
         of those groups: with shares, the groups of a share just revoked (on the flow's

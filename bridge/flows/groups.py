@@ -180,6 +180,7 @@ class GroupMirrorFlow(GroupStorageModes):
             self.copies.holds = self.shares.holds_group
         if self.copies is not None and self.coexist is not None:
             self.copies.proxy_for = self.coexist.committing_proxy
+            self.copies.proxy_dealt = self.coexist.dealt_to_proxies
         if self.coexist is not None and self.shares is not None:
             shares, coexist = self.shares, self.coexist
             shares.on_release.append(lambda _: coexist.forget(shares.holds_group))

@@ -39,7 +39,7 @@ from bridge.decide.migration import kafka_writers
 from bridge.kafka.calls import KafkaCallTimeout, bounded
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import describe_groups
-from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember
+from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyCommit, ProxyMember, commit_each
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
@@ -72,6 +72,12 @@ class CopiesToKafka:
         self.holds: Callable[[str], bool] = lambda group: True
         #: with coexistence: a joined proxy of a group to commit its copies as, or None
         self.proxy_for: Callable[[str], ProxyMember | None] = lambda group: None
+        #: with coexistence: the partitions a generation of a group gave its proxies
+        self.proxy_dealt: Callable[[str, int], frozenset[TopicPartition]] = (
+            lambda group, generation: frozenset()
+        )
+        #: sends the commits as proxies, all at once
+        self.commit_as: Callable[[dict[str, ProxyCommit]], dict[str, str | None]] = commit_each
         #: transactions sent and groups committed as a proxy, for tests and metrics
         self.transactions = 0
         self.proxy_commits = 0
@@ -161,37 +167,58 @@ class CopiesToKafka:
                 self.report(group, f"offset commit into Kafka failed: {exc}", "kafka")
 
     def _commit_as_proxies(self, copies: Copies, proxies: Mapping[str, ProxyMember]) -> set[str]:
-        """Each group's copies as its proxy, at the generation the proxy had before the
-        group was read (``_unowned``, ``ahead``: under the committer's lock, as for a
-        transaction). Returns the groups left to a transaction: a refused commit (the
-        group moved on, the proxy was stopped) is tried there, under the same checks."""
+        """Each group's copies as its proxy (``_as_proxies``), all sent at once, under the
+        committer's lock as a transaction is. Returns the groups left to a transaction: a
+        refused commit (the group moved on, the proxy was stopped) is tried there, under
+        the same checks."""
         left: set[str] = set()
         with self.committer.lock:
-            at = {g: p.identity()[:2] for g, p in proxies.items()}
-            for group, offsets in self.committer.ahead(self._unowned(copies)).items():
-                self.proxy_commits += 1
-                try:  # bounded: the lock is held, and the tick's hand-overs wait for it
-                    error = bounded(
-                        "OffsetCommit",
-                        proxies[group].commit,
-                        offsets,
-                        at[group],
-                        timeout_s=self.committer.transaction_s,
-                    )
-                except KafkaCallTimeout as exc:
-                    self._unfinished = exc.pending
-                    raise
+            commits = self._as_proxies(copies, proxies)
+            if not commits:
+                return left
+            self.proxy_commits += len(commits)
+            try:  # bounded: the lock is held, and the tick's hand-overs wait for it
+                errors = bounded(
+                    "OffsetCommit", self.commit_as, commits, timeout_s=self.committer.transaction_s
+                )
+            except KafkaCallTimeout as exc:
+                self._unfinished = exc.pending
+                raise
+            for group, error in errors.items():
                 if error is None:
                     METRICS.kafka_commits.labels(via="proxy").inc()
-                    self.committer.committed(group, offsets, "by_mode")
+                    self.committer.committed(group, commits[group][1], "by_mode")
                 else:
                     log.debug("copy into %s as its proxy refused (%s)", group, error)
                     left.add(group)
         return left
 
+    def _as_proxies(
+        self, copies: Copies, proxies: Mapping[str, ProxyMember]
+    ) -> dict[str, ProxyCommit]:
+        """The commits to make as proxies, at the generation each proxy had before its group
+        was read. A partition that generation gave one of the group's proxies is held by no
+        Kafka member while it lasts, and Kafka refuses a commit at it once the group moved
+        on: its copy needs no DescribeGroups (``_unowned``), only Kafka's offset (``ahead``,
+        which drops what Kafka has at or past). Hold the committer's lock."""
+        at = {g: p.identity()[:2] for g, p in proxies.items()}
+        wanted: Copies = {}
+        rest: Copies = {}
+        for group in proxies:
+            dealt = self.proxy_dealt(group, at[group][1])
+            for tp, offset in copies[group].items():
+                (wanted if tp in dealt else rest).setdefault(group, {})[tp] = offset
+        for group, offsets in self._unowned(rest).items():
+            wanted[group] = {**wanted.get(group, {}), **offsets}
+        return {
+            g: (proxies[g], offsets, at[g]) for g, offsets in self.committer.ahead(wanted).items()
+        }
+
     def _unowned(self, copies: Mapping[str, Mapping[TopicPartition, int]]) -> Copies:
         """The copies no Kafka member commits itself now (``unowned``), read right before
         the transaction, under the committer's lock."""
+        if not copies:
+            return {}
         return unowned(copies, describe_groups(self.admin, sorted(copies)))
 
 

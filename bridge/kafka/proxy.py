@@ -415,3 +415,35 @@ class ProxyMember(BaseCoordinator):
         self._close_heartbeat()
         self.reset_generation()
         self.pool.release(self._client)
+
+
+#: one group's commit as a proxy: the member, the offsets, and the (member id, generation)
+ProxyCommit = tuple[ProxyMember, dict[TopicPartition, int], tuple[str, int]]
+
+
+def commit_each(commits: dict[str, ProxyCommit]) -> dict[str, str | None]:
+    """Each group's offsets committed as its proxy, every commit sent at once (each proxy
+    has connections of its own, so they are answered side by side, not one after another:
+    a cycle of 20 groups took 20 round trips). Per group, the first error, or None."""
+    out: dict[str, str | None] = {}
+    by_pool: dict[int, dict[str, ProxyCommit]] = {}
+    for group, commit in commits.items():
+        by_pool.setdefault(id(commit[0].pool), {})[group] = commit
+    for batch in by_pool.values():
+        net = next(iter(batch.values()))[0].pool.net
+        out.update(net.run(_commit_all, net, batch))
+    return out
+
+
+async def _commit_all(net: NetworkSelector, batch: dict[str, ProxyCommit]) -> dict:
+    sent = {
+        group: net.call_soon_with_future(proxy._commit, offsets, at)
+        for group, (proxy, offsets, at) in batch.items()
+    }
+    out: dict[str, str | None] = {}
+    for group, future in sent.items():
+        try:
+            out[group] = await future
+        except Errors.KafkaError as exc:
+            out[group] = f"{type(exc).__name__}: {exc}"
+    return out

@@ -145,8 +145,16 @@ def proxied(
 ) -> tuple[CopiesToKafka, ProxyAwareCommitter]:
     fake = ProxyAwareCommitter(proxies)
     c = copies(fake, reported)
-    c._unowned = lambda per_group: {g: dict(o) for g, o in per_group.items()}  # type: ignore[method-assign]
+    c.described: list[dict] = []  # type: ignore[attr-defined]
+
+    def described(per_group):  # as the real one: nothing to describe, no DescribeGroups
+        if per_group:
+            c.described.append({g: dict(o) for g, o in per_group.items()})  # type: ignore[attr-defined]
+        return {g: dict(o) for g, o in per_group.items()}
+
+    c._unowned = described  # type: ignore[method-assign]
     c.proxy_for = proxies.get
+    c.commit_as = lambda commits: {g: p.commit(o, at) for g, (p, o, at) in commits.items()}
     return c, fake
 
 
@@ -173,4 +181,39 @@ def test_a_commit_as_a_proxy_is_made_at_the_generation_read_before_the_group() -
     assert p.commits == [({T0: 4}, ("member-1", 7))]
     # refused: tried in a transaction, under the same checks read again
     assert fake.transactions == [{"mixed": {T0: 4}}] and fake.recorded == []
+    c.close()
+
+
+def test_the_partitions_a_generation_gave_the_proxies_are_committed_without_describing() -> None:
+    """A partition the proxies' generation holds needs no DescribeGroups: no Kafka member
+    holds it while that generation lasts, and the commit is made at it. The others of the
+    group are described first, as before."""
+    p = FakeProxy()
+    reported: list = []
+    c, fake = proxied({"mixed": p}, reported)
+    seen: list[tuple[str, int]] = []
+
+    def dealt(group: str, generation: int) -> frozenset:
+        seen.append((group, generation))
+        return frozenset({T0})
+
+    c.proxy_dealt = dealt
+    c.submit({"mixed": {T0: 4, T1: 6}})
+    assert c.wait_idle(10)
+    assert seen == [("mixed", 7)]  # the generation read before the group
+    assert c.described == [{"mixed": {T1: 6}}]  # type: ignore[attr-defined]
+    assert p.commits == [({T0: 4, T1: 6}, ("member-1", 7))] and not reported
+    c.close()
+
+
+def test_a_group_all_of_whose_partitions_the_proxies_hold_is_not_described() -> None:
+    p, q = FakeProxy(), FakeProxy()
+    reported: list = []
+    c, fake = proxied({"a": p, "b": q}, reported)
+    c.proxy_dealt = lambda group, generation: frozenset({T0})
+    c.submit({"a": {T0: 4}, "b": {T0: 5}})
+    assert c.wait_idle(10)
+    assert c.described == []  # type: ignore[attr-defined]
+    assert p.commits == [({T0: 4}, ("member-1", 7))] and q.commits == [({T0: 5}, ("member-1", 7))]
+    assert sorted(fake.recorded) == ["a", "b"] and c.proxy_commits == 2
     c.close()
