@@ -9,6 +9,7 @@ own writes are also fenced on its epoch (I3).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -121,10 +122,23 @@ def create_records(
             records = {g: r for g, r in records.items() if _create_one(writer, root, g, r)}
         else:
             for g in chunk:
-                log.info("storage mode inferred", extra={"group": g, "mode": modes[g].value})
+                log.debug("storage mode inferred", extra={"group": g, "mode": modes[g].value})
         parents = []
         made.update(records)
+    _log_inferred(made)
     return made
+
+
+def _log_inferred(made: dict[str, GroupRecord]) -> None:
+    """One line for the groups whose mode was just inferred (a fleet's first pass wrote a
+    line per group: thousands at once); each group's own at debug level."""
+    if len(made) == 1:
+        ((group, record),) = made.items()
+        log.info("storage mode inferred", extra={"group": group, "mode": record.mode.value})
+    elif made:
+        counts = Counter(r.mode.value for r in made.values())
+        modes = ", ".join(f"{mode} {n}" for mode, n in sorted(counts.items()))
+        log.info("storage mode inferred for %d groups (%s)", len(made), modes)
 
 
 def _create_one(writer: FencedWriter, root: str, group: str, record: GroupRecord) -> bool:
@@ -137,7 +151,7 @@ def _create_one(writer: FencedWriter, root: str, group: str, record: GroupRecord
         if not isinstance(exc.error, NodeExistsError):
             log.warning("could not record the mode of %s: %s", group, exc.error)
         return False
-    log.info("storage mode inferred", extra={"group": group, "mode": record.mode.value})
+    log.debug("storage mode inferred", extra={"group": group, "mode": record.mode.value})
     return True
 
 

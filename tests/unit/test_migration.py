@@ -173,3 +173,24 @@ def test_offsets_after_take_the_larger_of_what_was_read_and_written() -> None:
     after = offsets_after({a: 5, b: 3}, {a: 4, c: 2}, plan)
     assert after == {a: (5, 9), b: (7, -1), c: (-1, 2)}
     assert offsets_after({a: 5}, None, OffsetPlan()) == {a: (5, -1)}
+
+
+def test_a_fleets_inferred_modes_are_one_log_line(caplog) -> None:
+    """A fleet's first pass infers thousands of modes: one line with the counts, each
+    group's at debug level; a single group is still named."""
+    import logging
+
+    from bridge.zookeeper.records import _log_inferred
+
+    made = {f"g{i}": GroupRecord(StorageMode.KAFKA) for i in range(3)}
+    made["old"] = GroupRecord(StorageMode.ZOOKEEPER)
+    with caplog.at_level(logging.INFO, logger="bridge.zookeeper.records"):
+        _log_inferred(made)
+        _log_inferred({"alone": GroupRecord(StorageMode.DUAL)})
+        _log_inferred({})
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "storage mode inferred for 4 groups (kafka 3, zookeeper 1)",
+        "storage mode inferred",
+    ]
+    assert caplog.records[1].group == "alone" and caplog.records[1].mode == "dual"
