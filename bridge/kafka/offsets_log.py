@@ -45,6 +45,7 @@ from bridge.audit.records import (
     decode_value,
 )
 from bridge.audit.wire import RecordError
+from bridge.kafka.calls import bounded
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
@@ -97,6 +98,12 @@ def _consumer(servers: str | list[str], **options: Any) -> KafkaConsumer:
     )
 
 
+def _partitions_for(consumer: KafkaConsumer, topic: str, timeout_s: float) -> set[int]:
+    """``consumer.partitions_for_topic``, bounded: kafka-python 3.0 fetches the metadata it
+    lacks with no time limit (``KafkaCallTimeout`` after ``timeout_s``)."""
+    return bounded("Metadata", consumer.partitions_for_topic, topic, timeout_s=timeout_s) or set()
+
+
 def read_to_end(
     bootstrap_servers: str,
     *,
@@ -111,7 +118,7 @@ def read_to_end(
         bootstrap_servers, max_partition_fetch_bytes=4 * 1024 * 1024, **client_options
     )
     try:
-        parts = consumer.partitions_for_topic(topic)
+        parts = _partitions_for(consumer, topic, timeout_s)
         if not parts:
             raise OffsetsLogError(
                 f"topic {topic} does not exist on {bootstrap_servers}: "
@@ -225,7 +232,9 @@ class OffsetsLogFollower:
 
         deadline = time.monotonic() + self.timeout_s
         while True:
-            parts = self.consumer.partitions_for_topic(self.topic)
+            parts = _partitions_for(
+                self.consumer, self.topic, max(1.0, deadline - time.monotonic())
+            )
             if parts:
                 return sorted(parts)
             if time.monotonic() > deadline:
