@@ -289,7 +289,8 @@ def report(r: ZkResult, rate: float, seconds: float) -> tuple[float, bool]:
             "      write's data watch fired (it wakes the next one at once) and that tick's\n"
             "      work for every group in scope (Kafka reads, decisions, the fenced writes;\n"
             "      only the nodes whose watch fired are read again), then the copier's\n"
-            "      DescribeGroups and OffsetFetch under its lock, behind the cycle before\n"
+            "      OffsetFetch (and DescribeGroups of partitions no proxy holds) under its\n"
+            "      lock, behind the cycle before\n"
             "      (docs/benchmarks.md)"
         )
     if not r.warm:
