@@ -46,7 +46,7 @@ def resume_unfinished_join(coordinator: Any) -> bool:
     again: when the poll that started the join returned before it completed, no later poll
     takes it up. The member then stays "rebalancing" with heartbeats off, its session
     expires, and it never joins again (a bridge held no share for minutes while another held
-    them all; 5 of about 150 starts of two bridges at once, under load). Asking for a rejoin
+    them all; 6 of 95 starts of two bridges at once, under load). Asking for a rejoin
     makes the next poll finish the join in flight, or make a new one."""
     if coordinator.rejoining and not coordinator.need_rejoin():
         log.info("the Kafka client left a join of the bridges' group unfinished: joining again")
