@@ -43,7 +43,7 @@ from kazoo.client import KazooClient
 from bench import fleet_zk
 from bench.offsets import OffsetBench, bench_session, parse_common
 from bench.offsets_stats import dist, pct, verdict
-from bench.offsets_zk import read_all
+from bench.offsets_zk import delete_tree, read_all
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_COLD_S = 60.0  # every offset node mirrored after a (cold) start
@@ -77,7 +77,7 @@ def raw_create_ceiling(connect: str, root: str, n: int) -> tuple[float, int, int
         stats = [r.get()[1] for r in [zk.get_async(p) for p in paths]]
         mtimes = [s.mtime for s in stats]
         span_s = (max(mtimes) - min(mtimes)) / 1000
-        zk.delete(root, recursive=True)
+        delete_tree(zk, root, set(paths))
         return (n / span_s if span_s > 0 else 0.0), len(stats), len(batches)
     finally:
         zk.stop()

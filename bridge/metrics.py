@@ -133,6 +133,11 @@ class Metrics:
             ["via"],
             registry=r,
         )
+        self.own_commit_records = Counter(
+            "zkbridge_own_commit_records",
+            "records of __consumer_offsets that were the bridge's own commits (not re-read)",
+            registry=r,
+        )
 
         self.ungated_groups = Gauge(
             "zkbridge_ungated_groups",

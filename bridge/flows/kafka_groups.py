@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
 from bridge.kafka.views import GroupView
+from zkpaths import TopicPartition
 
 #: the groups flow's logger: its reads are the flow's lines (reconcile progress)
 log = logging.getLogger("bridge.flows.groups")
@@ -144,7 +145,7 @@ class KafkaGroupsReader:
         ``dirty`` only once read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
         self.reshaped |= follower.take_reshaped()
-        pic = self.picture
+        pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now = set()
         if pic is None or (self.coexist is not None and self.coexist.pending):
             read = set(self.dirty)
@@ -168,6 +169,21 @@ class KafkaGroupsReader:
             pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
         self.picture = pic
         return pic
+
+    def _with_echoes(
+        self, pic: KafkaPicture | None, echoes: Mapping[str, Mapping[TopicPartition, int]]
+    ) -> KafkaPicture | None:
+        """``pic`` with the offsets whose records were only the bridge's own commits
+        (``bridge.kafka.own_commits``): those groups are not read again for them. A group
+        read again anyway (dirty) takes what the group APIs say instead."""
+        if pic is None or not echoes:
+            return pic
+        views = dict(pic.views)
+        for g, offsets in echoes.items():
+            view = views.get(g)
+            if view is not None and not view.error and g not in self.dirty:
+                views[g] = replace(view, offsets={**view.offsets, **offsets})
+        return replace(pic, views=views)
 
     def _full_picture(self) -> KafkaPicture:
         """Every group listed and described (each with the API of its type), with its

@@ -39,6 +39,7 @@ from bridge.decide.migration import kafka_writers
 from bridge.kafka.calls import KafkaCallTimeout, bounded
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import describe_groups
+from bridge.kafka.own_commits import OwnCommits
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyCommit, ProxyMember, commit_each
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
@@ -83,6 +84,8 @@ class CopiesToKafka:
         self.proxy_commits = 0
         #: a commit as a proxy that outlived its bound; no copy is sent until it ended
         self._unfinished: Future | None = None
+        #: what was sent, so that its records in ``__consumer_offsets`` are known as echoes
+        self.own = OwnCommits()
 
     def submit(self, copies: Mapping[str, Mapping[TopicPartition, int]]) -> None:
         """Hand ``copies`` over; returns at once."""
@@ -150,6 +153,8 @@ class CopiesToKafka:
             copies = {g: o for g, o in copies.items() if g not in proxies or g in left}
         if not copies:
             return
+        for group, offsets in copies.items():
+            self.own.expect(group, offsets)  # what Kafka has already leaves no record
         try:
             self.transactions += 1
             self.committer.commit_ahead(copies, "by_mode", keep=self._unowned)
@@ -177,6 +182,8 @@ class CopiesToKafka:
             if not commits:
                 return left
             self.proxy_commits += len(commits)
+            for group, (_, offsets, _) in commits.items():
+                self.own.expect(group, offsets)
             try:  # bounded: the lock is held, and the tick's hand-overs wait for it
                 errors = bounded(
                     "OffsetCommit", self.commit_as, commits, timeout_s=self.committer.transaction_s

@@ -46,6 +46,7 @@ from bridge.audit.records import (
 )
 from bridge.audit.wire import RecordError
 from bridge.kafka.calls import bounded
+from bridge.kafka.own_commits import OwnCommits
 from bridge.metrics import METRICS
 from zkpaths import TopicPartition
 
@@ -184,10 +185,7 @@ class OffsetsLogFollower:
         self.topic = topic
         self.report = report
         self.timeout_s = timeout_s
-        self._reported: set[str] = set()
-        self._positions: dict[int, int] = {}
-        self._ends: dict[int, int] = {}
-        self._reshaped: set[str] = set()
+        self._new_state()
         self.consumer = _consumer(
             servers, auto_offset_reset="earliest", **dict(client_options or {})
         )
@@ -201,6 +199,16 @@ class OffsetsLogFollower:
         except BaseException:
             self.consumer.close()
             raise
+
+    def _new_state(self) -> None:
+        """What the follower keeps while it reads (subclasses start with it too)."""
+        self._reported: set[str] = set()
+        self._positions: dict[int, int] = {}
+        self._ends: dict[int, int] = {}
+        self._reshaped: set[str] = set()
+        #: the bridge's own commits, whose records are echoes (set by the groups flow)
+        self.own: OwnCommits | None = None
+        self._echoes: dict[str, dict[TopicPartition, int]] = {}
 
     def assign(self, partitions: int) -> None:
         """Start following the topic's ``partitions`` partitions, positioned as ``start``
@@ -260,12 +268,39 @@ class OffsetsLogFollower:
 
     def changed_groups(self, timeout_ms: int = 0) -> set[str]:
         """The groups that the records fetched by now name (see :meth:`poll`); those whose
-        records were not all offset commits are also kept for :meth:`take_reshaped`."""
+        records were not all offset commits are also kept for :meth:`take_reshaped`. A
+        group whose records were all echoes of the bridge's own commits (``own``) is not
+        named: its offsets are kept for :meth:`take_echoes`."""
         events = self.poll(timeout_ms)
         self._reshaped.update(
             e.group for e in events if not isinstance(e, OffsetCommitted) or e.offset is None
         )
-        return {e.group for e in events}
+        changed: set[str] = set()
+        echoes: dict[str, dict[TopicPartition, int]] = {}
+        for e in events:
+            if (
+                self.own is not None
+                and isinstance(e, OffsetCommitted)
+                and e.offset is not None
+                and self.own.take(e.group, e.partition, e.offset)
+            ):
+                echoes.setdefault(e.group, {})[e.partition] = e.offset
+            else:
+                changed.add(e.group)
+        if echoes:
+            METRICS.own_commit_records.inc(sum(len(o) for o in echoes.values()))
+        for group, offsets in echoes.items():
+            if group not in changed:
+                self._echoes.setdefault(group, {}).update(offsets)
+        for group in changed:
+            self._echoes.pop(group, None)  # read again: the group APIs say it all
+        return changed
+
+    def take_echoes(self) -> dict[str, dict[TopicPartition, int]]:
+        """Since the last call, per group named by nothing else: the offsets its records
+        showed that were the bridge's own commits (:mod:`bridge.kafka.own_commits`)."""
+        echoes, self._echoes = self._echoes, {}
+        return echoes
 
     def take_reshaped(self) -> set[str]:
         """The groups named since the last call by a record other than an offset commit

@@ -84,10 +84,7 @@ class SharedFollower(OffsetsLogFollower):
         self.topic = OFFSETS_TOPIC
         self.report = _log_report
         self.timeout_s = timeout_s
-        self._reported: set[str] = set()
-        self._positions: dict[int, int] = {}
-        self._ends: dict[int, int] = {}
-        self._reshaped: set[str] = set()
+        self._new_state()
         self._start = "end"
         self.fence = fence
         #: the partition count of the topic (the number of shares), by a bounded call

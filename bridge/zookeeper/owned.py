@@ -79,13 +79,16 @@ class OwnedTree:
             out.add(zkpaths.CONSUMERS)
         return out
 
-    def resync(self, pager: Pager, held: Callable[[str], bool] | None = None) -> None:
+    def resync(self, pager: Pager, held: Callable[[str], bool] | None = None) -> bool:
         """At a term's start, ``/consumers`` itself, every group with ledger markers (of
         ``held``) pending: read at its first decision (``ensure``) or by a background page,
         so a new leader decides its first groups (a mixed group's proxies must join within
         the old proxies' session) without reading every group first (20 s at 3,000
         groups under load). Later, every group queued for :meth:`verify_page` again
-        (nothing is walked whole on the service's timer)."""
+        (nothing is walked whole on the service's timer), unless a verification is still
+        under way: at 1,000,000 offset nodes one outlasts ``bridge.resync_interval_s``,
+        and starting over verified the first groups again and again, never the last.
+        Returns whether a verification was queued."""
         if not self.loaded:
             self.writer.ledger.load(self.zk, [], nodes=self.scopes)
             self.known = read_nodes(self.zk, sorted(self.owned()))
@@ -93,12 +96,18 @@ class OwnedTree:
             self.pending = set(self.groups_where(held or (lambda g: True)))
             self.loaded = True
             self.verifying = pager(sorted(self.pending), dict.fromkeys(self.pending, 1))
-            return
+            return True
+        if self.verifying:  # but groups taken over since are read by a page too
+            queued = {g for page in self.verifying for g in page}
+            if extra := sorted(self.pending - queued):
+                self.verifying += pager(extra, dict.fromkeys(extra, 1))
+            return False
         sizes = self.writer.ledger.owned.sizes()  # /consumers itself: read at term start
         sizes.update({g: sizes.get(g, 1) for g in self.pending})
         if held is not None:
             sizes = {g: n for g, n in sizes.items() if held(g)}
         self.verifying = pager(sorted(sizes), sizes)
+        return True
 
     def take_over(self, groups: Iterable[str]) -> None:
         """Read ``groups`` again before their next decision (``ensure``), not now: a bridge

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+import zkpaths
 from bridge.flows import kafka_groups as flow
+from bridge.zookeeper.owned import OwnedTree
+from bridge.zookeeper.writer import Ledger
 
 
 @given(st.lists(st.integers(0, 5000), max_size=300))
@@ -43,3 +48,26 @@ def test_a_resync_during_a_paged_reconcile_waits_for_it_to_finish():
         done |= reader.next_page(names, sizes)
     assert done == names  # every group reached
     assert reader.resync() is True and reader.picture is None  # the next pass is asked for
+
+
+def test_a_resync_during_a_verification_waits_for_it_to_finish():
+    """The same for the owned tree's background verification: at 10,000 groups each resync
+    started it over at its first page. A resync under way is deferred (groups taken over
+    meanwhile are queued after it); once the last page is read the next one is queued."""
+    ledger = Ledger("/kafka-zk-bridge")
+    names = [f"g{i:03d}" for i in range(120)]
+    for g in names:
+        for p in range(50):
+            ledger.owned.add(zkpaths.offset_path(g, "t", p))
+    tree = OwnedTree(None, SimpleNamespace(ledger=ledger), ("/consumers",), print)  # type: ignore[arg-type]
+    tree.loaded = True  # the term's first full read is done
+    assert tree.resync(flow.pages) is True
+    first = tree.verifying.pop(0)  # one page verified
+    assert tree.resync(flow.pages) is False and tree.verifying[0] != first  # not started over
+    tree.take_over(["taken"])
+    assert tree.resync(flow.pages) is False and tree.verifying[-1] == ["taken"]
+    seen = set(first)
+    while tree.verifying:
+        seen |= set(tree.verifying.pop(0))
+    assert seen == {*names, "taken"}  # every group reached
+    assert tree.resync(flow.pages) is True and tree.verifying[0] == first
