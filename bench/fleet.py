@@ -164,6 +164,11 @@ def report(
     )
     zk_p99, zk_ok = fleet_zk.report(zk, a.zk_rate, a.zk_seconds) if zk is not None else (0.0, False)
     print(f"  bridge peak RSS                               {rss or 0:9.0f} MB")
+    if b.watch.session_lost:
+        print(
+            "  ! the bench's own ZooKeeper session (its watches) expired during the run: "
+            "the latencies after it are not measured, and watched-unseen counts them"
+        )
     if sustained.behind > 0.5:
         print(
             f"  ! the load generator fell {sustained.behind:.1f} s behind its schedule: the "
