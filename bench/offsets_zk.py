@@ -318,7 +318,7 @@ def delete_tree(
     while level:
         levels.append(level)
         asked = [(p, zk.get_children_async(p)) for p in level if p not in leaves]
-        level = [p for p in level if p in leaves]
+        level = []
         for p, answer in asked:
             try:
                 level.extend(f"{p.rstrip('/')}/{c}" for c in answer.get())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -15,6 +16,9 @@ from collections.abc import Callable
 LIBRARIES = ("kafka", "kazoo")
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+#: what varies in a message a library formatted itself (kafka-python's "Task <... at
+#: 0x7f..> ran for 0.253s" on a busy machine): numbers and addresses are not a new kind
+_VARYING = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 
 
 def _context(record: logging.LogRecord) -> dict:
@@ -89,7 +93,7 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.name.split(".", 1)[0] not in self._libraries:
             return True
-        kind = (record.name, record.levelno, str(record.msg))
+        kind = (record.name, record.levelno, _VARYING.sub("#", str(record.msg)))
         now = self._clock()
         with self._lock:
             seen = self._kinds.get(kind)

@@ -122,3 +122,22 @@ def test_a_failing_flow_logs_its_first_failure_reminders_and_recovery_not_every_
     assert streak.success(61.5) == "recovered after 61.5s and 603 failed ticks"
     assert streak.success(62.0) is None
     assert streak.failure("NodeNotReadyError", 100.0) == ""  # a new streak starts afresh
+
+
+def test_a_message_the_library_formatted_itself_is_one_kind():
+    """kafka-python formats some warnings itself ("Task <Task at 0x7f..> ran for 0.253s"):
+    on a busy machine every one differed, so none was held back (one every few seconds)."""
+    now = [0.0]
+    f = RepeatFilter(window_s=30, clock=lambda: now[0])
+
+    def slow(address: int, seconds: float) -> logging.LogRecord:
+        msg = f"Task <Task object at {address:#x}> ran for {seconds:.3f}s (>0.100s threshold)."
+        return logging.getLogger("kafka.net.selector").makeRecord(
+            "kafka.net.selector", logging.WARNING, __file__, 1, msg, (), None
+        )
+
+    passed = [r for i in range(20) if f.filter(r := slow(0x7F0000 + i, 0.1 + i / 100))]
+    assert len(passed) == 1
+    now[0] = 31.0
+    r = slow(0x7F1234, 0.4)
+    assert f.filter(r) and r.repeated == 19
