@@ -305,15 +305,15 @@ class KafkaGroupsReader:
         return set(page)
 
 
-def pages(groups: list[str], sizes: dict[str, int]) -> list[list[str]]:
-    """``groups`` cut into pages of about ``PAGE_OFFSETS`` offsets, ``PAGE_GROUPS`` groups."""
+def pages(groups: list[str], sizes: dict[str, int], budget: int = PAGE_OFFSETS) -> list[list[str]]:
+    """``groups`` cut into pages of about ``budget`` offsets, ``PAGE_GROUPS`` groups."""
     pages: list[list[str]] = []
     page: list[str] = []
     held = 0
     for g in groups:
         page.append(g)
         held += max(1, sizes.get(g, 0))
-        if held >= PAGE_OFFSETS or len(page) >= PAGE_GROUPS:
+        if held >= budget or len(page) >= PAGE_GROUPS:
             pages.append(page)
             page, held = [], 0
     if page:

@@ -134,7 +134,7 @@ def test_groups_taken_over_are_read_at_their_first_decision_not_all_at_once(stac
 
         mine = ShareFence(b, ROOT, "b", 50)
         tree = OwnedTree(b, FencedWriter(b, None, Ledger(ROOT), shares=mine), SCOPE, print)
-        tree.resync(lambda gs, sizes: [gs], held=mine.holds_group)  # nothing held yet
+        tree.resync(lambda gs, sizes, budget: [gs], held=mine.holds_group)  # nothing held yet
         assert tree.loaded and tree.of_groups([g1, g2]) == set()
         mine.claim({1, 2})
         assert mine.take_over() == {1, 2}
@@ -144,9 +144,11 @@ def test_groups_taken_over_are_read_at_their_first_decision_not_all_at_once(stac
         assert tree.pending == {g2}
         assert tree.of_groups([g1]) == {f"/consumers/{g1}", f"/consumers/{g1}/ids"}
         assert f"/consumers/{g1}/ids" in tree.known and tree.of_groups([g2]) == set()
-        tree.resync(lambda gs, sizes: [[g] for g in gs], held=mine.holds_group)
-        while tree.verifying:  # the background pages read the rest
-            tree.verify_page()
+        tree.resync(lambda gs, sizes, budget: [[g] for g in gs], held=mine.holds_group)
+        t = 0.0
+        while tree.verifying:  # the background pages read the rest, one per pause
+            t += 1.0
+            tree.verify_page(now=t)
         assert not tree.pending and f"/consumers/{g2}/ids" in tree.known
     finally:
         a.stop()

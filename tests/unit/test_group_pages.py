@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import zkpaths
 from bridge.flows import kafka_groups as flow
-from bridge.zookeeper.owned import OwnedTree
+from bridge.zookeeper.owned import VERIFY_EVERY_S, VERIFY_PAGE_NODES, OwnedTree
 from bridge.zookeeper.writer import Ledger
 
 
@@ -71,3 +71,46 @@ def test_a_resync_during_a_verification_waits_for_it_to_finish():
         seen |= set(tree.verifying.pop(0))
     assert seen == {*names, "taken"}  # every group reached
     assert tree.resync(flow.pages) is True and tree.verifying[0] == first
+
+
+def test_verification_pages_are_small_and_paced():
+    """Pages of 2,000 offsets back to back took 78 % of an idle bridge's main thread at
+    10,000 groups: a page holds about VERIFY_PAGE_NODES nodes, and one is verified at most
+    every VERIFY_EVERY_S; the term's first pass reads only the groups still pending."""
+    ledger = Ledger("/kafka-zk-bridge")
+    names = [f"g{i:03d}" for i in range(20)]
+    for g in names:
+        for p in range(100):
+            ledger.owned.add(zkpaths.offset_path(g, "t", p))
+    tree = OwnedTree(None, SimpleNamespace(ledger=ledger), ("/consumers",), print)  # type: ignore[arg-type]
+    read: list[list[str]] = []
+    tree.reload = read.append  # type: ignore[method-assign]
+    tree.loaded = True
+    tree.resync(flow.pages)
+    assert max(len(p) for p in tree.verifying) <= VERIFY_PAGE_NODES // 100 + 1
+    for now in (10.0, 10.0 + VERIFY_EVERY_S / 2, 10.0 + VERIFY_EVERY_S * 1.01):
+        tree.verify_page(now=now)
+    assert len(read) == 2  # the second call came too soon
+    # the term's first pass: a group read at its first decision is not read again
+    fresh = OwnedTree(None, SimpleNamespace(ledger=Ledger("/r")), ("/consumers",), print)  # type: ignore[arg-type]
+    fresh.reload = read.append  # type: ignore[method-assign]
+    fresh.loaded, fresh._first_pass = True, True
+    fresh.pending, fresh.verifying = {"b"}, [["a", "b"], ["c"]]
+    fresh.verify_page(now=1.0)
+    fresh.verify_page(now=2.0)
+    assert read[-2:] == [["b"], []] and not fresh._first_pass
+
+
+def test_markers_of_nodes_without_children_are_not_listed():
+    """A page reads each marker's data and lists its children; the legacy layout's leaves
+    (ids/<id>, owners/<t>/<p>, offsets/<t>/<p>) have none below them, nor their markers."""
+    ledger = Ledger("/kafka-zk-bridge")
+    leaves = [
+        zkpaths.offset_path("g", "t", 3),
+        zkpaths.owner_path("g", "t", 3),
+        "/consumers/g/ids/g_host-1-abc",
+    ]
+    inner = ["/consumers", "/consumers/g", "/consumers/g/ids", "/consumers/g/offsets/t", "/"]
+    inner += ["/consumers/ids/offsets/x", "/brokers/ids/1"]
+    assert all(ledger._leaf(ledger.marker(p)) for p in leaves)
+    assert not any(ledger._leaf(ledger.marker(p)) for p in inner)
