@@ -31,6 +31,7 @@ from bridge.flows import kafka_groups
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.zookeeper import owned
 from bridge.zookeeper.fence import claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
@@ -211,6 +212,7 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     negative control); after one, the tick verifying its group's page does, and the tick
     before it (an earlier page) does not."""
     monkeypatch.setattr(kafka_groups, "PAGE_GROUPS", 2)
+    monkeypatch.setattr(owned, "VERIFY_EVERY_S", 0.0)  # a page every tick, not paced
     topic = topic_name("t")
     create_topic(admin, topic, 1)
     prefix = topic_name("p")
