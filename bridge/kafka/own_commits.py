@@ -3,7 +3,7 @@
 Each copy of an old consumer's offset into Kafka comes back as a record of
 ``__consumer_offsets``. Without this, the follower named the group as changed, and the
 next tick described it and fetched its offsets again (DescribeGroups + OffsetFetch per
-copied group: 23 % of the main thread in ``bench.fleet``'s old-consumer phase), only to
+copied group: 7 % of the main thread in ``bench.fleet``'s old-consumer phase, py-spy), only to
 learn what the bridge had just written. A record that carries exactly an offset the
 bridge sent for that group and partition is its echo: the picture takes the offset from
 it, and the group is not read again for it.
