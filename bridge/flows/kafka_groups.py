@@ -147,17 +147,20 @@ class KafkaGroupsReader:
         self.reshaped |= follower.take_reshaped()
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now = set()
-        if pic is None or (self.coexist is not None and self.coexist.pending):
+        if pic is None:
             read = set(self.dirty)
             fresh = self._full_picture()
             self.dirty -= read
             self.reshaped -= read
-            if pic is None:  # every group, page by page (see _next_page)
-                self._pages, self._paging = [], (0.0, 0, 0.0)
-            else:  # a hand-over in progress: every group this tick, as without a follower
-                self.reread_now = set(fresh.kinds)
+            self._pages, self._paging = [], (0.0, 0, 0.0)  # every group, page by page
             pic = fresh
         else:
+            # a hand-over in progress: its groups described every tick (their rebalance
+            # states are in no record). Every group was, once: at 10,000 groups that was a
+            # full read per tick while any hand-over waited.
+            handing_over = set(list(self.coexist.pending)) if self.coexist is not None else set()
+            self.dirty |= handing_over
+            self.reshaped |= handing_over
             if time.monotonic() - pic.read_at >= self.full_interval_s:
                 # ListGroups is cheap (a call per broker) and answers per coordinator: a
                 # group a full read's listing missed, or one gone, is read again

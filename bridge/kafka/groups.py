@@ -30,6 +30,12 @@ from zkpaths import TopicPartition
 
 log = logging.getLogger(__name__)
 
+#: groups per DescribeGroups and per OffsetFetch call of a full read: each call is bounded
+#: (``kafka.request_timeout_ms``), and one OffsetFetch of 10,000 groups x 100 partitions
+#: was not answered (and parsed) within it on a loaded 2-core machine, so every full read
+#: failed and was tried again, tick after tick, for five minutes
+CHUNK_GROUPS = 500
+
 
 def _member(m: dict) -> MemberView:
     meta, assign = m.get("member_metadata"), m.get("member_assignment")
@@ -125,13 +131,18 @@ def _offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict | str
     group in a tick)."""
     if not groups:
         return {}
+    if len(groups) > CHUNK_GROUPS:
+        out: dict[str, dict | str] = {}
+        for i in range(0, len(groups), CHUNK_GROUPS):
+            out.update(_offsets(admin, groups[i : i + CHUNK_GROUPS]))
+        return out
     try:
         return fetch_offsets(admin, dict.fromkeys(groups))
     except KafkaCallTimeout:
         raise
     except KafkaError:
         pass
-    out: dict[str, dict | str] = {}
+    out = {}
     for g in groups:
         try:
             out[g] = fetch_offsets(admin, {g: None})[g]
@@ -170,7 +181,9 @@ def read_groups(
     ids = sorted(group_ids)
     if not ids:
         return {}
-    described = describe_groups(admin, ids, types)
+    described: dict[str, GroupView] = {}
+    for i in range(0, len(ids), CHUNK_GROUPS):
+        described.update(describe_groups(admin, ids[i : i + CHUNK_GROUPS], types))
     offsets = _offsets(admin, ids)
     views: dict[str, GroupView] = {}
     for g, view in described.items():
