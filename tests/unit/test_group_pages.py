@@ -50,17 +50,24 @@ def test_a_resync_during_a_paged_reconcile_waits_for_it_to_finish():
     assert reader.resync() is True and reader.picture is None  # the next pass is asked for
 
 
+def _loaded_tree(groups: int, partitions: int) -> tuple[list[str], OwnedTree]:
+    """An owned tree whose term's first read is done, owning ``partitions`` offset nodes of
+    each of ``groups`` groups (only its paging is used: no ZooKeeper)."""
+    ledger = Ledger("/kafka-zk-bridge")
+    names = [f"g{i:03d}" for i in range(groups)]
+    for g in names:
+        for p in range(partitions):
+            ledger.owned.add(zkpaths.offset_path(g, "t", p))
+    tree = OwnedTree(None, SimpleNamespace(ledger=ledger), ("/consumers",), print)  # type: ignore[arg-type]
+    tree.loaded = True
+    return names, tree
+
+
 def test_a_resync_during_a_verification_waits_for_it_to_finish():
     """The same for the owned tree's background verification: at 10,000 groups each resync
     started it over at its first page. A resync under way is deferred (groups taken over
     meanwhile are queued after it); once the last page is read the next one is queued."""
-    ledger = Ledger("/kafka-zk-bridge")
-    names = [f"g{i:03d}" for i in range(120)]
-    for g in names:
-        for p in range(50):
-            ledger.owned.add(zkpaths.offset_path(g, "t", p))
-    tree = OwnedTree(None, SimpleNamespace(ledger=ledger), ("/consumers",), print)  # type: ignore[arg-type]
-    tree.loaded = True  # the term's first full read is done
+    names, tree = _loaded_tree(120, 50)
     assert tree.resync(flow.pages) is True
     first = tree.verifying.pop(0)  # one page verified
     assert tree.resync(flow.pages) is False and tree.verifying[0] != first  # not started over
@@ -77,15 +84,9 @@ def test_verification_pages_are_small_and_paced():
     """Pages of 2,000 offsets back to back took 78 % of an idle bridge's main thread at
     10,000 groups: a page holds about VERIFY_PAGE_NODES nodes, and one is verified at most
     every VERIFY_EVERY_S; the term's first pass reads only the groups still pending."""
-    ledger = Ledger("/kafka-zk-bridge")
-    names = [f"g{i:03d}" for i in range(20)]
-    for g in names:
-        for p in range(100):
-            ledger.owned.add(zkpaths.offset_path(g, "t", p))
-    tree = OwnedTree(None, SimpleNamespace(ledger=ledger), ("/consumers",), print)  # type: ignore[arg-type]
+    _, tree = _loaded_tree(20, 100)
     read: list[list[str]] = []
     tree.reload = read.append  # type: ignore[method-assign]
-    tree.loaded = True
     tree.resync(flow.pages)
     assert max(len(p) for p in tree.verifying) <= VERIFY_PAGE_NODES // 100 + 1
     for now in (10.0, 10.0 + VERIFY_EVERY_S / 2, 10.0 + VERIFY_EVERY_S * 1.01):
