@@ -260,3 +260,23 @@ def test_a_commit_ends_the_wait_between_ticks(zk, world):
     assert flow.await_records(30, threading.Event()) is True
     assert group in flow.kafka.dirty
     _tick_until(flow, zk, group, topic, 9)
+
+
+def test_a_full_read_in_chunks_reads_every_group(admin, topic_name, monkeypatch):
+    """The full read asks Kafka ``CHUNK_GROUPS`` groups at a time (one OffsetFetch of
+    10,000 groups outran its bound); against the real broker, chunks of 2 over 5 groups
+    still give each group its own description and offsets."""
+    from bridge.kafka import groups as kafka_groups_api
+    from zkpaths import TopicPartition
+
+    monkeypatch.setattr(kafka_groups_api, "CHUNK_GROUPS", 2)
+    topic = topic_name("t")
+    create_topic(admin, topic, 1)
+    names = [topic_name(f"g{i}") for i in range(5)]
+    commit_each(admin, names, topic, 3)
+    commit_each(admin, names[-1:], topic, 8)  # one group differs: no answer is shared
+    views = kafka_groups_api.read_groups(admin, names)
+    assert sorted(views) == sorted(names)
+    want = {g: {TopicPartition(topic, 0): 8 if g == names[-1] else 3} for g in names}
+    assert {g: v.offsets for g, v in views.items()} == want
+    assert all(v.error is None for v in views.values())
