@@ -146,6 +146,16 @@ class ConsumerProcess:
                 raise StackError(f"legacy consumer got {got}/{n} messages; last: {self.lines[-5:]}")
             time.sleep(0.1)
 
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait for the process itself to end. ``exited`` is set at the last EXIT line, which
+        the harness prints just before ``System.exit``: a SIGTERM sent between the two would
+        replace the harness's own exit code with 143."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def stop(self, timeout: float = 30) -> int:
         """SIGTERM: the harness commits, shuts the connector down and prints EXIT."""
         if self.proc.poll() is None:

@@ -165,7 +165,7 @@ def test_0_9_0_0_fails_on_the_default_broker_json(
         jars=SCALA_CONSUMERS["0.9.0.0"],
     )
     try:
-        assert consumer.exited.wait(90), f"still running: {consumer.lines[-5:]}"
+        assert consumer.wait_ended(90), f"still running: {consumer.lines[-5:]}"
     finally:
         code = consumer.stop()
     assert code == 2 and consumer.messages == [], consumer.lines[-5:]
