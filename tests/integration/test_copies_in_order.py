@@ -54,9 +54,11 @@ class Member:
         wait_for(lambda: self.consumer.partitions_for_topic(topic), 60, what="the topic known")
         self.consumer.subscribe([topic])
         wait_for(
-            lambda: self.consumer.poll(200) is not None
-            and not rejoin_if_join_lost(self.consumer)
-            and self.consumer.assignment(),
+            lambda: (
+                self.consumer.poll(200) is not None
+                and not rejoin_if_join_lost(self.consumer)
+                and self.consumer.assignment()
+            ),
             60,
             what="the member joined",
         )
