@@ -40,7 +40,8 @@ from bridge.decide.plan import Desired, Node
 from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.group_modes import GroupStorageModes
-from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture, pages
+from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
+from bridge.flows.paging import pages
 from bridge.flows.storm import StormSpouts
 from bridge.flows.to_kafka import CopiesToKafka
 from bridge.kafka.commit import OffsetCommitter
@@ -347,7 +348,7 @@ class GroupMirrorFlow(GroupStorageModes):
         for g in sorted(set(tree.wanted) | set(tree.zk_groups)):
             self._decide_group(g, pic, tree, decided, now)
         if self.coexist is not None:
-            for g in self.coexist.groups() - decided.mixed:
+            for g in self.coexist.groups() - decided.mixed - pic.unread:
                 self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
         for g in tree.mirrored - set(tree.wanted) - decided.mixed - set(decided.aside):
             decided.desired.update(decide_deleted_group(g, self.known, tree.owned, self.on_deleted))
@@ -454,17 +455,24 @@ class GroupMirrorFlow(GroupStorageModes):
         With one: the groups the group APIs were just asked about, those whose nodes
         someone else writes every moment (old consumers registered, a storage mode other
         than kafka, groups only in ZooKeeper, proxies), deleted groups, groups a forced
-        sync asks about; and after a full read, every group, a page per tick."""
+        sync asks about; and the page of the pass under way (read this tick, with the
+        others in ``reread_now``)."""
         if self.follower is None or not self.follower.assigned:
             return None
-        active = self.kafka.reread_now | set(requests) | (mirrored - set(wanted))
+        active = self.kafka.reread_now | set(self.kafka.page_now) | set(requests)
+        active |= mirrored - set(wanted)
         active |= set(zk_groups) - set(pic.kinds)
         active |= {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
         active |= {g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA}
         if self.coexist is not None:
             active |= self.coexist.groups()
-        sizes = {g: len(v.offsets) for g, v in pic.views.items()}
-        active |= self.kafka.next_page(set(wanted) | set(zk_groups) | mirrored, sizes)
+        # a group listed but not read yet (a cold start's pass) is read in the next tick,
+        # and decided then: undescribed, a group read as one with no members (its proxies
+        # would leave)
+        if unread := active & pic.unread:
+            self.kafka.dirty |= unread
+            self.kafka.reshaped |= unread
+            active -= unread
         # a topic created a moment ago may not be in the topics read yet: such a group is
         # decided again each tick until it is (topics are read every full_interval_s), and
         # once more in the tick its topics became known (else it waited for the next event

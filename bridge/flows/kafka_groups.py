@@ -1,10 +1,10 @@
 """The groups flow's reader of Kafka: every group, its members and offsets, and the topics.
 
-A ``KafkaPicture`` is read in full every ``full_interval_s``; in between only what can have
-changed is asked again: without a follower, the committed offsets (one batched OffsetFetch
-per coordinator); with a follower of ``__consumer_offsets`` (``bridge.kafka.offsets_log``),
-the groups whose records say they changed, and after a full read every group, a page per
-tick (docs/concepts.md says why nothing is missed).
+Without a follower of ``__consumer_offsets`` (``bridge.kafka.offsets_log``), a
+``KafkaPicture`` is read in full every ``full_interval_s`` and, in between, the committed
+offsets (one batched OffsetFetch per coordinator). With one, the groups whose records say
+they changed are asked again, and at start and each resync every group is listed and then
+read a page per tick (``bridge.flows.paging``; docs/concepts.md says why nothing is missed).
 """
 
 from __future__ import annotations
@@ -12,27 +12,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from kafka import KafkaAdminClient
 
+from bridge.flows.paging import ReconcilePass
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
-from bridge.kafka.views import GroupView
+from bridge.kafka.views import GroupView, ListedGroup
 from zkpaths import TopicPartition
 
-#: the groups flow's logger: its reads are the flow's lines (reconcile progress)
+#: the groups flow's logger: its reads are the flow's lines
 log = logging.getLogger("bridge.flows.groups")
-
-#: after a full read with a follower, a tick reconciles groups holding about this many
-#: committed offsets (at most PAGE_GROUPS groups, at least one): the first are written
-#: within a tick or two of the read, not after the last group's nodes were read
-PAGE_OFFSETS = 2000
-PAGE_GROUPS = 200
-#: seconds between two progress lines of a paged reconcile
-PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +35,9 @@ class KafkaPicture:
     views: dict[str, GroupView]
     partitions: dict[str, int]  # topic -> partition count
     read_at: float
+    #: listed consumer groups not read yet (a cold start's pass reads them page by page):
+    #: no decision is made of a group before it was read
+    unread: frozenset[str] = field(default_factory=frozenset)
 
     def unknown_topics(self, view: GroupView | None) -> bool:
         """Whether ``view`` names a topic (offsets, assignment) the picture has no count for."""
@@ -89,9 +85,11 @@ class KafkaGroupsReader:
         #: OffsetFetch alone, keeping its last description (the flow says: kafka storage
         #: mode, no old consumers, where no decision reads the group's state but the mirror)
         self.offsets_only: Callable[[str], bool] = lambda group: False
-        #: after a full read with a follower: the groups still to reconcile, page by page
-        self._pages: list[list[str]] | None = None
-        self._paging: tuple[float, int, float] = (0.0, 0, 0.0)  # started, total, logged
+        #: with a follower: the pass reading every group a page per tick, and this tick's
+        #: page; ``_relist``: a resync asked for the next pass
+        self._pass: ReconcilePass | None = None
+        self.page_now: list[str] = []
+        self._relist = False
         #: each group's type as last listed (classic, consumer), for describing it again
         self._types: dict[str, str] = {}
 
@@ -140,38 +138,63 @@ class KafkaGroupsReader:
         return True
 
     def _followed_picture(self, follower: OffsetsLogFollower) -> KafkaPicture:
-        """The picture with a follower: in full at start and at each resync, else the
-        last one with the groups named by new records asked again. Groups are taken off
-        ``dirty`` only once read: a failed read leaves them for the next tick."""
+        """The picture with a follower: the last one with the groups named by new records
+        asked again, and a page of the pass under way (at start and each resync every
+        group is listed, then read a page per tick). Groups are taken off ``dirty`` only
+        once read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
         self.reshaped |= follower.take_reshaped()
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now = set()
-        if pic is None:
-            read = set(self.dirty)
-            fresh = self._full_picture()
-            self.dirty -= read
-            self.reshaped -= read
-            self._pages, self._paging = [], (0.0, 0, 0.0)  # every group, page by page
-            pic = fresh
-        else:
-            # a hand-over in progress: its groups described every tick (their rebalance
-            # states are in no record). Every group was, once: at 10,000 groups that was a
-            # full read per tick while any hand-over waited.
-            handing_over = set(list(self.coexist.pending)) if self.coexist is not None else set()
-            self.dirty |= handing_over
-            self.reshaped |= handing_over
-            if time.monotonic() - pic.read_at >= self.full_interval_s:
-                # ListGroups is cheap (a call per broker) and answers per coordinator: a
-                # group a full read's listing missed, or one gone, is read again
-                listed = list_groups(self.admin)
-                self._types.update({g: x.group_type for g, x in listed.items()})
-                appeared_or_gone = set(listed) ^ set(pic.kinds)
-                self.dirty |= appeared_or_gone
-                self.reshaped |= appeared_or_gone
-            pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
+        if pic is None or self._relist:
+            pic = self._listed(pic)
+            self._pass, self._relist = ReconcilePass(pic.wanted), False
+        elif time.monotonic() - pic.read_at >= self.full_interval_s:
+            # ListGroups is cheap (a call per broker) and answers per coordinator: a
+            # group the listing missed, or one gone, is read again
+            self._ask(set(self._list()) ^ set(pic.kinds))
+        # a hand-over in progress: its groups described every tick (their rebalance
+        # states are in no record). Every group was, once: at 10,000 groups that was a
+        # full read per tick while any hand-over waited.
+        self._ask(set(list(self.coexist.pending)) if self.coexist is not None else set())
+        self.page_now = self._pass.take(pic.views) if self._pass is not None else []
+        # read just before their decision; groups of other protocols (Connect) only listed
+        self._ask({g for g in self.page_now if pic.kinds.get(g) in ("consumer", "")})
+        pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
+        if self._pass is not None:
+            self._pass.read(self.page_now, pic.views)
+            if self._pass.finished:
+                self._pass = None
         self.picture = pic
         return pic
+
+    def _ask(self, groups: set[str]) -> None:
+        """Describe and fetch ``groups`` in this tick's read."""
+        self.dirty |= groups
+        self.reshaped |= groups
+
+    def _list(self) -> dict[str, ListedGroup]:
+        """ListGroups, keeping each group's type for describing it again."""
+        listed = list_groups(self.admin)
+        self._types.update({g: x.group_type for g, x in listed.items()})
+        return listed
+
+    def _listed(self, before: KafkaPicture | None) -> KafkaPicture:
+        """A pass's start: every group listed, and the topics. Groups still listed keep
+        their last views until their page reads them again; those never read are
+        ``unread`` (a cold start's), and at a resync the ones new since are read now."""
+        listed = list_groups(self.admin)
+        self._types = {g: x.group_type for g, x in listed.items()}
+        kinds = {g: x.protocol_type for g, x in listed.items()}
+        wanted = sorted(g for g in kinds if self.filter(g))
+        views = {g: v for g, v in (before.views if before else {}).items() if g in kinds}
+        # protocol type "" is a group that only commits offsets (assign() + commit)
+        unread = {g for g in wanted if kinds[g] in ("consumer", "") and g not in views}
+        if before is not None:
+            self._ask(unread - set(before.kinds))
+        return KafkaPicture(
+            kinds, wanted, views, partition_counts(self.admin), time.monotonic(), frozenset(unread)
+        )
 
     def _with_echoes(
         self, pic: KafkaPicture | None, echoes: Mapping[str, Mapping[TopicPartition, int]]
@@ -208,10 +231,11 @@ class KafkaGroupsReader:
         leaves the picture; one that could not be read stays dirty and as it was."""
         self.dirty -= set(self.dirty) - set(groups)  # filtered out: never mirrored
         self.reshaped &= self.dirty
-        kinds, views = dict(pic.kinds), dict(pic.views)
+        kinds, views, unread = dict(pic.kinds), dict(pic.views), set(pic.unread)
         for g, view in self._read_changed(groups, pic.views).items():
             if view.error:
                 continue
+            unread.discard(g)
             self.dirty.discard(g)
             self.reshaped.discard(g)
             self.reread_now.add(g)
@@ -228,7 +252,7 @@ class KafkaGroupsReader:
         if time.monotonic() - read_at >= self.full_interval_s:
             partitions, read_at = partition_counts(self.admin), time.monotonic()
         wanted = sorted(g for g in kinds if self.filter(g))
-        return KafkaPicture(kinds, wanted, views, partitions, read_at)
+        return KafkaPicture(kinds, wanted, views, partitions, read_at, frozenset(unread))
 
     def _read_changed(self, groups: list[str], before: dict[str, GroupView]) -> dict:
         """The groups read again: described and fetched (``_read_settled``), but those
@@ -271,54 +295,15 @@ class KafkaGroupsReader:
         return {**views, **read_groups(self.admin, again, types)} if again else views
 
     def reconciling(self) -> bool:
-        """A paged reconcile is under way (a full read done, pages left to go)."""
-        return self._pages is not None
+        """A pass is under way (groups listed, pages left to read and decide)."""
+        return self._pass is not None
 
     def resync(self) -> bool:
-        """Ask for the full reconcile (every group read again, then paged), unless one is
-        under way: at fleet size a pass can outlast ``bridge.resync_interval_s``, and
-        starting over each time never reached the groups of its last pages. Returns
-        whether it was asked for."""
+        """Ask for the next pass (every group listed, then read and decided a page per
+        tick), unless one is under way: at fleet size a pass can outlast
+        ``bridge.resync_interval_s``, and starting over each time never reached the
+        groups of its last pages. Returns whether it was asked for."""
         if self.reconciling():
             return False
-        self.picture = None
+        self._relist = True
         return True
-
-    def next_page(self, groups: set[str], sizes: dict[str, int]) -> set[str]:
-        """After a full read: the next page of groups (see ``PAGE_OFFSETS``), with a
-        progress line every ``PROGRESS_EVERY_S``."""
-        if self._pages is None:
-            return set()
-        now = time.monotonic()
-        if not self._pages and not self._paging[1]:  # a full read just happened
-            self._pages = pages(sorted(groups), sizes)
-            self._paging = (now, len(groups), now)
-        started, total, logged = self._paging
-        page = self._pages.pop(0) if self._pages else []
-        left = sum(len(p) for p in self._pages)
-        if not self._pages:
-            if started < now:
-                log.info("reconciled %d groups in %.1f s", total, now - started)
-            self._pages, self._paging = None, (0.0, 0, 0.0)
-        elif now - logged >= PROGRESS_EVERY_S:
-            log.info(
-                "reconciling groups: %d of %d done (%.0f s)", total - left, total, now - started
-            )
-            self._paging = (started, total, now)
-        return set(page)
-
-
-def pages(groups: list[str], sizes: dict[str, int], budget: int = PAGE_OFFSETS) -> list[list[str]]:
-    """``groups`` cut into pages of about ``budget`` offsets, ``PAGE_GROUPS`` groups."""
-    pages: list[list[str]] = []
-    page: list[str] = []
-    held = 0
-    for g in groups:
-        page.append(g)
-        held += max(1, sizes.get(g, 0))
-        if held >= budget or len(page) >= PAGE_GROUPS:
-            pages.append(page)
-            page, held = [], 0
-    if page:
-        pages.append(page)
-    return pages

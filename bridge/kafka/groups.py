@@ -227,13 +227,37 @@ def describe_groups(
 def _describe_classic(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict]:
     """DescribeGroups, bounded and retried; coordinators that moved are forgotten."""
     described: dict[str, dict] = {}
-    for attempt in retrying(admin, groups):
-        with attempt:
-            described = admin_call(admin, "DescribeGroups", admin.describe_groups, groups)
+    try:
+        for attempt in retrying(admin, groups):
+            with attempt:
+                described = admin_call(admin, "DescribeGroups", admin.describe_groups, groups)
+    except ValueError as exc:
+        return _describe_apart(admin, groups, exc)
     coordinators.forget(
         admin, [g for g, d in described.items() if d.get("error") and moved(d["error"])]
     )
     return described
+
+
+def _describe_apart(admin: KafkaAdminClient, groups: list[str], exc: ValueError) -> dict:
+    """DescribeGroups whose answer kafka-python could not decode: it decodes every
+    member's metadata as the consumer protocol's, and a Connect or Schema Registry group's
+    is its own ("Buffer underrun decoding string"), failing the whole call. Groups whose
+    protocol type ListGroups says is not the consumer protocol are answered from the
+    listing (no members: they are never mirrored); the others are described one by one."""
+    log.debug("DescribeGroups answer undecodable (%s): described apart", exc)
+    listed = list_groups(admin)
+    out: dict[str, dict] = {}
+    for g in groups:
+        kind = listed[g].protocol_type if g in listed else None
+        if kind not in (None, "consumer", ""):
+            out[g] = {"error": None, "group_state": listed[g].state or "", "members": []}
+            out[g]["protocol_type"] = kind
+            continue
+        if len(groups) > 1:
+            out.update(_describe_classic(admin, [g]))
+        out.setdefault(g, {"error": f"answer not decodable: {exc}"})
+    return out
 
 
 def _classic_view(g: str, described: Mapping[str, dict]) -> GroupView:

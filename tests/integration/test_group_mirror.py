@@ -21,7 +21,7 @@ from bridge.devstack.lost_join import rejoin_if_join_lost
 from bridge.kafka.range_assignor import KafkaRangeAssignor
 from tests.conftest import wait_for
 from tests.integration.raw_group import join_raw_group
-from zkpaths import legacy_range_assign
+from zkpaths import TopicPartition, legacy_range_assign
 from zkpaths.mirror_ids import parse_mirrored
 
 pytestmark = pytest.mark.integration
@@ -345,3 +345,27 @@ def test_non_consumer_groups_are_skipped_with_a_reason(stack, zk, admin, start_b
         assert not zk.exists(f"/consumers/{group}")
     finally:
         stop()
+
+
+def test_a_connect_group_described_beside_consumer_groups(stack, admin, topic_name):
+    """kafka-python decodes every member's metadata as the consumer protocol's, and a
+    Connect group's is not: DescribeGroups of a chunk holding one failed whole ("Buffer
+    underrun decoding string"), and the tick with it. Read beside a consumer group, each
+    gets its own answer: the Connect group its protocol type, from the listing."""
+    from bench import create_topic
+    from bridge.kafka.groups import read_groups
+    from tests.integration.test_offsets_trigger import commit_each
+
+    connect, plain, topic = topic_name("connect"), topic_name("plain"), topic_name("t")
+    create_topic(admin, topic, 1)
+    commit_each(admin, [plain], topic, 3)
+    stop = join_raw_group(stack.bootstrap_servers, connect, protocol_type="connect")
+    try:
+        with pytest.raises(ValueError):  # negative control: kafka-python alone
+            admin.describe_groups([connect, plain])
+        views = read_groups(admin, [connect, plain])
+        assert views[connect].error is None and views[connect].protocol_type == "connect"
+        assert views[plain].error is None and views[plain].offsets == {TopicPartition(topic, 0): 3}
+    finally:
+        stop()
+        admin.delete_topics([topic])

@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bench import create_topic
-from bridge.flows import kafka_groups
+from bridge.flows import kafka_groups, paging
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
@@ -107,33 +107,34 @@ def _tick_until(flow: GroupMirrorFlow, zk: KazooClient, group: str, topic: str, 
     wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == want, 30, 0.1, f"{want}")
 
 
-def _full_reads(flow: GroupMirrorFlow, during=None) -> list[int]:
-    """Count the flow's full reads; ``during`` runs right after each (Kafka read, nothing
-    written yet)."""
-    calls: list[int] = []
-    original = flow.kafka._full_picture
+def _page_reads(flow: GroupMirrorFlow, during=None) -> list[list[str]]:
+    """Record the pages of the flow's reconcile passes read from Kafka; ``during`` runs
+    right after each page's read (Kafka read, nothing written yet)."""
+    pages: list[list[str]] = []
+    original = flow.kafka._reread
 
-    def counted():
-        pic = original()
-        calls.append(1)
-        if during is not None:
-            during()
-        return pic
+    def counted(pic, groups):
+        fresh = original(pic, groups)
+        if flow.kafka.page_now:
+            pages.append(list(flow.kafka.page_now))
+            if during is not None:
+                during()
+        return fresh
 
-    flow.kafka._full_picture = counted
-    return calls
+    flow.kafka._reread = counted
+    return pages
 
 
 def test_commit_during_reconcile_is_written_by_a_later_tick(zk, world):
     flow, consumer, group, topic = world
     _tick_until(flow, zk, group, topic, 5)
     raced = []
-    full = _full_reads(flow, during=lambda: raced or (_commit(consumer, topic, 9), raced.append(1)))
+    full = _page_reads(flow, during=lambda: raced or (_commit(consumer, topic, 9), raced.append(1)))
     flow.resync()  # the reconcile: Kafka read, then offset 9 committed before the write
     flow.tick()
     assert raced and _zk_offset(zk, group, topic) == 5  # the reconcile wrote what it read
     _tick_until(flow, zk, group, topic, 9)
-    assert len(full) == 1  # written by a triggered re-read, not by another reconcile
+    assert full == [[group]]  # written by a triggered re-read, not by another reconcile
 
 
 def test_missed_event_is_caught_by_the_reconcile(zk, world):
@@ -154,7 +155,7 @@ def test_missed_event_is_caught_by_the_reconcile(zk, world):
 def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeypatch, caplog):
     """After a full read the groups are written a page per tick, the first page on the
     first tick, with a line saying when all were (PAGE_GROUPS made small for the test)."""
-    monkeypatch.setattr(kafka_groups, "PAGE_GROUPS", 4)
+    monkeypatch.setattr(paging, "PAGE_GROUPS", 4)
     topic = topic_name("t")
     create_topic(admin, topic, 1)
     prefix = topic_name("p")
@@ -167,7 +168,7 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
     )
     try:
         flow.resync()
-        caplog.set_level(logging.INFO, logger=kafka_groups.log.name)
+        caplog.set_level(logging.INFO, logger=paging.log.name)
         written = []
         for _ in range(3):
             flow.tick()
@@ -211,7 +212,7 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     (the flow's known tree still has it): without a resync no tick re-creates it (the
     negative control); after one, the tick verifying its group's page does, and the tick
     before it (an earlier page) does not."""
-    monkeypatch.setattr(kafka_groups, "PAGE_GROUPS", 2)
+    monkeypatch.setattr(paging, "PAGE_GROUPS", 2)
     monkeypatch.setattr(owned, "VERIFY_EVERY_S", 0.0)  # a page every tick, not paced
     topic = topic_name("t")
     create_topic(admin, topic, 1)

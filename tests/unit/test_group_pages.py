@@ -1,14 +1,18 @@
-"""Pages of a paged reconcile (flows.kafka_groups.pages): about PAGE_OFFSETS offsets each."""
+"""Pages of a paged reconcile (flows.paging): about PAGE_OFFSETS offsets each, and the
+groups flow's reader of Kafka reading a page's groups just before their decision."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import zkpaths
-from bridge.flows import kafka_groups as flow
+from bridge.flows import kafka_groups
+from bridge.flows import paging as flow
+from bridge.kafka.views import GroupView, ListedGroup
 from bridge.zookeeper.owned import VERIFY_EVERY_S, VERIFY_PAGE_NODES, OwnedTree
 from bridge.zookeeper.writer import Ledger
 
@@ -31,23 +35,117 @@ def test_fleet_sized_groups_make_small_pages():
     assert [len(p) for p in pages] == [40] * 5  # 2,000 offsets a page, not 10,000
 
 
-def test_a_resync_during_a_paged_reconcile_waits_for_it_to_finish():
-    """At fleet size a reconcile outlasted bridge.resync_interval_s (2,000 groups x 50
-    offsets: about 3 minutes against 60 s) and every resync started it over, so the groups
-    of its last pages were never reconciled. A resync under way is deferred; once the last
-    page is done the next one is taken."""
-    reader = flow.KafkaGroupsReader(None, lambda g: True, None, None, 1.0)  # type: ignore[arg-type]
-    reader.picture = marker = object()  # type: ignore[assignment]
-    names = {f"g{i:03d}" for i in range(120)}
-    sizes = dict.fromkeys(names, 50)
-    reader._pages, reader._paging = [], (0.0, 0, 0.0)  # as a full read leaves them
-    done = set(reader.next_page(names, sizes))
-    assert len(done) == 40 and reader.reconciling()
-    assert reader.resync() is False and reader.picture is marker  # not started over
+def _views(sizes: dict[str, int]) -> dict[str, GroupView]:
+    return {
+        g: GroupView(g, "Empty", "consumer", None, offsets=dict.fromkeys(range(n), 0))
+        for g, n in sizes.items()
+    }
+
+
+@given(st.lists(st.integers(0, 500), min_size=1, max_size=200), st.data())
+def test_a_pass_takes_each_group_once_in_pages_of_its_known_sizes(sizes, data):
+    """Against a reference made here: groups in order until the first that reaches the
+    budget (or PAGE_GROUPS), sized by their views where known, else by the guess."""
+    names = [f"g{i:03d}" for i in range(len(sizes))]
+    known = _views({g: n for g, n in zip(names, sizes, strict=True) if data.draw(st.booleans())})
+    one = flow.ReconcilePass(reversed(names))  # taken in order whatever the order given
+    taken: list[list[str]] = []
+    while not one.finished:
+        taken.append(one.take(known))  # nothing read: unknown groups are FIRST_GUESS
+    assert [g for p in taken for g in p] == names
+    for i, page in enumerate(taken):
+        held = [max(1, len(known[g].offsets)) if g in known else flow.FIRST_GUESS for g in page]
+        assert 1 <= len(page) <= flow.PAGE_GROUPS
+        assert sum(held[:-1]) < flow.PAGE_OFFSETS  # closed at the first reaching the budget
+        if i < len(taken) - 1:  # and not before (or the page is full)
+            assert sum(held) >= flow.PAGE_OFFSETS or len(page) == flow.PAGE_GROUPS
+
+
+def test_a_pass_guesses_unread_groups_from_the_ones_it_read():
+    """A cold start knows no group's size: the first page takes FIRST_GUESS offsets a
+    group (20 groups), the next the mean of the groups read (50: 40 groups)."""
+    names = [f"g{i:03d}" for i in range(120)]
+    one = flow.ReconcilePass(names)
+    first = one.take({})
+    assert len(first) == flow.PAGE_OFFSETS // flow.FIRST_GUESS
+    one.read(first, _views(dict.fromkeys(first, 50)))
+    assert len(one.take({})) == flow.PAGE_OFFSETS // 50
+
+
+class _Follower:
+    """The follower's side the reader asks each tick: no records (assigned, quiet)."""
+
+    assigned = True
+
+    def changed_groups(self, timeout_ms: int = 0) -> set[str]:
+        return set()
+
+    def take_reshaped(self) -> set[str]:
+        return set()
+
+    def take_echoes(self) -> dict:
+        return {}
+
+
+@pytest.fixture
+def cluster(monkeypatch):
+    """The reader's Kafka calls answered from a dict of groups (name -> offsets held), each
+    read recorded: the paging alone is tested here, against real brokers in
+    tests/integration/test_offsets_trigger.py."""
+    groups: dict[str, int] = {}
+    reads: list[list[str]] = []
+
+    def read_groups(admin, ids, types=None):
+        reads.append(sorted(ids))
+        return _views({g: groups[g] for g in ids if g in groups})
+
+    monkeypatch.setattr(
+        kafka_groups,
+        "list_groups",
+        lambda admin: {g: ListedGroup("consumer", "classic", "Empty") for g in groups},
+    )
+    monkeypatch.setattr(kafka_groups, "read_groups", read_groups)
+    monkeypatch.setattr(kafka_groups, "partition_counts", lambda admin, topics=None: {})
+    reader = kafka_groups.KafkaGroupsReader(None, lambda g: True, _Follower(), None, 3600)  # type: ignore[arg-type]
+    reader._follows = lambda: True  # type: ignore[method-assign]
+    return reader, groups, reads
+
+
+def test_a_cold_start_reads_kafka_a_page_per_tick(cluster):
+    """At 10,000 groups the full read held the tick for 15-30 s (commits waited): every
+    group is listed, then read a page per tick, just before its decision."""
+    reader, groups, reads = cluster
+    groups.update({f"g{i:03d}": 50 for i in range(120)})
+    pic = reader.read()
+    assert reads == [sorted(groups)[:20]]  # one page read, not every group
+    assert set(pic.views) == set(reads[0]) == reader.reread_now
+    assert pic.unread == set(groups) - set(reads[0])  # listed, not read: not decided yet
     while reader.reconciling():
-        done |= reader.next_page(names, sizes)
-    assert done == names  # every group reached
-    assert reader.resync() is True and reader.picture is None  # the next pass is asked for
+        pic = reader.read()
+    assert [len(r) for r in reads] == [20, 40, 40, 20]
+    assert set(pic.views) == set(groups) and not pic.unread
+
+
+def test_a_resync_during_a_pass_waits_for_it_and_keeps_the_views(cluster):
+    """At fleet size a pass outlasted bridge.resync_interval_s (2,000 groups x 50 offsets:
+    about 3 minutes against 60 s) and every resync started it over, so the groups of its
+    last pages were never reconciled. A resync under way is deferred; once the last page
+    is done the next pass lists again and pages over the views it had, a new group read at
+    once."""
+    reader, groups, reads = cluster
+    groups.update({f"g{i:03d}": 50 for i in range(120)})
+    reader.read()
+    assert reader.resync() is False and reader.reconciling()  # not started over
+    while reader.reconciling():
+        reader.read()
+    assert sorted(g for r in reads for g in r) == sorted(groups)  # every group reached
+    reads.clear()
+    groups["new"] = 3
+    assert reader.resync() is True
+    pic = reader.read()
+    assert reads == [[*sorted(groups)[:40], "new"]]  # the first page, and the new group
+    assert "new" in pic.views and not pic.unread  # new since: read in the listing's tick
+    assert len(pic.views) == len(groups)  # the others kept until their page
 
 
 def _loaded_tree(groups: int, partitions: int) -> tuple[list[str], OwnedTree]:
