@@ -112,7 +112,7 @@ def plan_writes(
 
     for path in sorted(desired, key=lambda p: (depth(p), p)):
         want = desired[path]
-        if _under(path, blocked) and path not in owned:
+        if blocked and _under(path, blocked) and path not in owned:
             plan.conflicts.append(Conflict(path, "parent is held by another writer"))
             continue
         have = current.get(path)
