@@ -25,7 +25,7 @@ from bridge.decide.migration import (
 )
 from bridge.decide.plan import Node
 from bridge.flows.coexist import Coexistence
-from bridge.flows.kafka_groups import KafkaPicture
+from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.kafka.groups import read_groups
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -49,6 +49,7 @@ class GroupStorageModes:
     reader: ConsumerTreeReader
     root: str
     coexist: Coexistence | None
+    kafka: KafkaGroupsReader
     records: dict[str, tuple[GroupRecord, int]]
     watched_records: WatchedRecords
     #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
@@ -137,7 +138,10 @@ class GroupStorageModes:
         if not inferred:
             return
         at_ms = int(time.time() * 1000)
-        made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms)
+        paging = self.kafka.counts_inferred()  # counted in the pass's lines instead
+        made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms, paging)
+        if paging:
+            self.kafka.inferred(m.mode.value for m in made.values())
         self.records.update({g: (record, 0) for g, record in made.items()})
 
     def _mode_of(self, g: str) -> StorageMode | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -146,6 +146,8 @@ class KafkaGroupsReader:
         self.reshaped |= follower.take_reshaped()
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now = set()
+        if self._pass is not None and self._pass.finished:  # its last page was written
+            self._close_pass()
         if pic is None or self._relist:
             pic = self._listed(pic)
             self._pass, self._relist = ReconcilePass(pic.wanted), False
@@ -164,8 +166,6 @@ class KafkaGroupsReader:
         pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
         if self._pass is not None:
             self._pass.read(self.page_now, pic.views)
-            if self._pass.finished:
-                self._pass = None
         self.picture = pic
         return pic
 
@@ -295,9 +295,19 @@ class KafkaGroupsReader:
         ]
         return {**views, **read_groups(self.admin, again, types)} if again else views
 
+    def counts_inferred(self) -> bool:
+        """Whether a pass is open (its last page may be in this tick), whose lines tell
+        the storage modes inferred (``inferred``)."""
+        return self._pass is not None
+
+    def inferred(self, modes: Iterable[str]) -> None:
+        """Storage modes inferred during the pass: told in its progress lines."""
+        if self._pass is not None:
+            self._pass.inferred.update(modes)
+
     def reconciling(self) -> bool:
         """A pass is under way (groups listed, pages left to read and decide)."""
-        return self._pass is not None
+        return self._pass is not None and not self._pass.finished
 
     def resync(self) -> bool:
         """Ask for the next pass (every group listed, then read and decided a page per
@@ -306,5 +316,12 @@ class KafkaGroupsReader:
         groups of its last pages. Returns whether it was asked for."""
         if self.reconciling():
             return False
+        self._close_pass()
         self._relist = True
         return True
+
+    def _close_pass(self) -> None:
+        """The pass whose last page was decided and written: its last line."""
+        if self._pass is not None:
+            self._pass.finish()
+            self._pass = None

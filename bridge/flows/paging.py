@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -61,6 +61,8 @@ class ReconcilePass:
         self.started = self.logged = time.monotonic()
         self._read_groups = 0
         self._read_offsets = 0
+        #: storage modes inferred during the pass (the first pass infers every group's)
+        self.inferred: Counter[str] = Counter()
 
     @property
     def finished(self) -> bool:
@@ -81,20 +83,30 @@ class ReconcilePass:
         return page
 
     def read(self, page: Iterable[str], views: Mapping[str, HasOffsets]) -> None:
-        """The page was read: its groups' sizes guess the next pages'; the progress line,
-        and the last one once every group was taken."""
+        """The page was read: its groups' sizes guess the next pages'; a progress line
+        every ``PROGRESS_EVERY_S``."""
         for g in page:
             view = views.get(g)
             if view is not None:
                 self._read_groups += 1
                 self._read_offsets += len(view.offsets)
         now = time.monotonic()
-        if self.finished:
-            if self.started < now:
-                log.info("reconciled %d groups in %.1f s", self.total, now - self.started)
-        elif now - self.logged >= PROGRESS_EVERY_S:
-            done = self.total - len(self.left)
+        if now - self.logged >= PROGRESS_EVERY_S and not self.finished:
+            done, took = self.total - len(self.left), now - self.started
             log.info(
-                "reconciling groups: %d of %d done (%.0f s)", done, self.total, now - self.started
+                "reconciling groups: %d of %d done (%.0f s%s)",
+                *(done, self.total, took, self._modes()),
             )
             self.logged = now
+
+    def finish(self) -> None:
+        """The last page was decided and written: the pass's last line."""
+        took = time.monotonic() - self.started
+        log.info("reconciled %d groups in %.1f s%s", self.total, took, self._modes())
+
+    def _modes(self) -> str:
+        """``; storage modes inferred: kafka 460`` when any were (none: "")."""
+        if not self.inferred:
+            return ""
+        counts = ", ".join(f"{mode} {n}" for mode, n in sorted(self.inferred.items()))
+        return f"; storage modes inferred: {counts}"

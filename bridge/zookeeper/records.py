@@ -98,12 +98,18 @@ RECORDS_PER_BATCH = 200
 
 
 def create_records(
-    writer: FencedWriter, root: str, modes: dict[str, StorageMode], by: str, at_ms: int
+    writer: FencedWriter,
+    root: str,
+    modes: dict[str, StorageMode],
+    by: str,
+    at_ms: int,
+    quiet: bool = False,
 ) -> dict[str, GroupRecord]:
     """:func:`create_record` of many groups, ``RECORDS_PER_BATCH`` to a transaction (a fleet
     of new groups is not one round trip per group); a batch refused as a whole (a record
     someone else created meanwhile) is written again group by group. Returns the records
-    written: a group left out has a record already (or could not get one), read later."""
+    written: a group left out has a record already (or could not get one), read later.
+    ``quiet``: no line of its own (a reconcile pass counts them in its progress lines)."""
     made: dict[str, GroupRecord] = {}
     groups = sorted(modes)
     if not groups:
@@ -125,7 +131,8 @@ def create_records(
                 log.debug("storage mode inferred", extra={"group": g, "mode": modes[g].value})
         parents = []
         made.update(records)
-    _log_inferred(made)
+    if not quiet:
+        _log_inferred(made)
     return made
 
 

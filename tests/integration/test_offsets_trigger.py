@@ -169,6 +169,7 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
     try:
         flow.resync()
         caplog.set_level(logging.INFO, logger=paging.log.name)
+        caplog.set_level(logging.INFO, logger="bridge.zookeeper.records")
         written = []
         for _ in range(3):
             flow.tick()
@@ -176,7 +177,13 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
         # a page per tick, in order: the negative control is that the first is not all
         assert [len(w) for w in written] == [4, 8, 10]
         assert written[0] == set(names[:4])
-        assert any("reconciled 10 groups" in r.getMessage() for r in caplog.records)
+        assert not any("reconciled" in r.getMessage() for r in caplog.records)
+        flow.tick()  # the line once the last page was written, with the modes it inferred
+        done = [r.getMessage() for r in caplog.records if "reconciled" in r.getMessage()]
+        assert len(done) == 1 and "10 groups" in done[0], done
+        assert done[0].endswith("storage modes inferred: kafka 10"), done
+        inferred = [r for r in caplog.records if "storage mode inferred" in r.getMessage()]
+        assert not inferred  # not a line per page
     finally:
         follower.close()
 
