@@ -107,8 +107,13 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+#: the name of the handler ``setup`` installs (tests that run the CLI in-process remove it)
+HANDLER_NAME = "zk-bridge"
+
+
 def setup(level: str = "INFO", fmt: str = "text") -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(RepeatFilter())
     root = logging.getLogger()

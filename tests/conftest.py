@@ -9,6 +9,7 @@ reason.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -42,6 +43,25 @@ def wait_for(cond: Callable[[], object], timeout: float, interval: float = 0.05,
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what or cond}: last={last!r}")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """A test that runs the CLI in-process (``bridge.cli.main``) sets the root logger up
+    with a handler on the ``sys.stderr`` of that moment: pytest's capture of that test,
+    closed after it. Every later test's log line then printed "--- Logging error ---
+    ValueError: I/O operation on closed file" into the run's output. After each test the
+    bridge's handler (``bridge.logs.HANDLER_NAME``) leaves the root logger, and the levels
+    it set are put back (pytest's own handlers come and go with each phase)."""
+    from bridge.logs import HANDLER_NAME
+
+    root = logging.getLogger()
+    levels = {n: logging.getLogger(n).level for n in ("", "kafka", "kazoo")}
+    yield
+    for handler in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
+        root.removeHandler(handler)
+    for n, level in levels.items():
+        logging.getLogger(n).setLevel(level)
 
 
 @pytest.fixture(scope="session")

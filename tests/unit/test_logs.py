@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 
+from bridge import logs
 from bridge.logs import FailureStreak, JsonFormatter, RepeatFilter, TextFormatter
 
 
@@ -141,3 +142,17 @@ def test_a_message_the_library_formatted_itself_is_one_kind():
     now[0] = 31.0
     r = slow(0x7F1234, 0.4)
     assert f.filter(r) and r.repeated == 19
+
+
+def test_setup_names_the_handler_it_installs():
+    """The CLI run in-process (an audit test) installs its handler on the ``sys.stderr``
+    of that test; tests/conftest.py removes it by this name after the test."""
+    logs.setup("INFO")
+    named = [h for h in logging.getLogger().handlers if h.get_name() == logs.HANDLER_NAME]
+    assert len(named) == 1
+
+
+def test_the_handler_of_a_test_before_is_gone():
+    """Runs right after the test above (file order): its handler is not on the root logger
+    any more, so nothing logs into that test's closed capture."""
+    assert not [h for h in logging.getLogger().handlers if h.get_name() == logs.HANDLER_NAME]
