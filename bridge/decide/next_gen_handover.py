@@ -98,16 +98,16 @@ def may_release(
 ) -> bool:
     """Whether ``proxy`` may stop reporting ``tp`` as owned (acknowledge its revocation):
     only once ZooKeeper shows it fenced, so no old thread fetches it while the broker has
-    it free or with its next owner."""
+    it free or with its next owner, and once Kafka has ZooKeeper's offset. Even towards
+    another proxy: the broker's target can move on to a new member before this proxy
+    rejoins, and a partition let go then went to that member at Kafka's older offset
+    (hypothesis found it: offsets a thread had committed in ZooKeeper consumed again)."""
     to = bg.target.get(tp)
     if to == proxy:
         return False
-    owner = zk.owners.get(tp)
-    thread = bg.new_members.get(to or "")
-    if thread is None:
-        return fenced_for(owner, None)  # to another proxy or nobody: once fenced
     committed = zk.offsets.get(tp, -1) <= kafka_offsets.get(tp, -1)
-    return fenced_for(owner, thread) and committed
+    # towards another proxy or nobody: any fence of the bridge's; a new member: its own
+    return fenced_for(zk.owners.get(tp), bg.new_members.get(to or "")) and committed
 
 
 def heir_claimed(tp: TopicPartition, bg: BrokerGroup, zk: ZkGroupState) -> str | None:
@@ -183,9 +183,9 @@ def proxies_owned(
         heir = heir_claimed(tp, bg, zk)
         if heir is not None:
             out.conditional.setdefault(thread, {})[tp] = heir
-        new_thread = bg.new_members.get(bg.target.get(tp) or "")
-        if new_thread is not None and fenced_for(zk.owners.get(tp), new_thread):
-            zk_offset = zk.offsets.get(tp, -1)
+        to = bg.target.get(tp)
+        if to != member and fenced_for(zk.owners.get(tp), bg.new_members.get(to or "")):
+            zk_offset = zk.offsets.get(tp, -1)  # fenced: the final offset, committed first
             if zk_offset > kafka_offsets.get(tp, -1):
                 to_kafka.setdefault(thread, {})[tp] = zk_offset
     out.owned = {t: frozenset(ps) for t, ps in owned.items()}

@@ -349,3 +349,28 @@ def test_a_fence_going_to_a_proxy_moves_the_offset_forward_first_and_goes_once_i
     assert wanted == {tp: fence} and released == [] and forward == {}
     wanted, released, forward = fences(held, moved, {tp: 55}, {tp: 1000}, at)
     assert tp not in wanted and released == [tp] and forward == {}
+
+
+def test_a_partition_let_go_towards_a_proxy_whose_target_moves_on_keeps_its_offset():
+    """Found by hypothesis: an old thread committed 0-2 in ZooKeeper and released its
+    partition towards another proxy; the bridge fenced it and let its proxy go of it. The
+    target moved on to a new member before the proxy rejoined, so the partition was let go
+    to that member at Kafka's offset (-1): 0-2 consumed again. Now the proxy lets go only
+    once Kafka has ZooKeeper's offset, whoever its next owner is."""
+    a, b = "proxy-g_a-0", "proxy-g_b-0"
+    script = [
+        ("old", ("g_a-0", TPS[1])),  # claims it: consumes 0, 1, 2 on the steps below
+        ("target", [a, a, a, a]),
+        ("target", [a, b, a, a]),
+        ("old", ("g_a-0", TPS[1])),  # releases it towards b, ZooKeeper at 2
+        ("bridge", None),  # fenced
+        ("bridge", None),  # a may let it go
+        ("target", [a, "m-1", a, a]),  # the target moves on
+        ("proxy", a),  # a rejoins without it
+        ("new", "m-1"),  # m-1 takes it: at Kafka's offset, which must be 2
+    ]
+    world = started()
+    for action in script:
+        step(world, action, follow=True)
+    assert world.current[TPS[1]] in (a, "m-1")
+    assert world.kafka_offsets.get(TPS[1], -1) >= 2
