@@ -41,6 +41,7 @@ from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.group_modes import GroupStorageModes
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
+from bridge.flows.log_ahead import LATE_RETRY_S
 from bridge.flows.paging import pages
 from bridge.flows.storm import StormSpouts
 from bridge.flows.to_kafka import CopiesToKafka
@@ -266,16 +267,19 @@ class GroupMirrorFlow(GroupStorageModes):
         tick then reads. True when records arrived: the tick runs now, not at its poll (a
         commit waited up to ``poll_interval_s`` for the next tick to see it). The follower
         is polled on this thread, as in a tick; with shares it is the service's plain wait
-        (a poll there may join the bridges' group, which takes seconds)."""
+        (a poll there may join the bridges' group, which takes seconds). A group read
+        behind its own records (``flows.log_ahead``) makes the tick run within
+        ``LATE_RETRY_S``."""
         follower = self.follower
+        late = self.kafka.ahead.waiting()  # a group read behind its records: again soon
         if follower is None or self.shares is not None or not follower.assigned:
-            woken.wait(timeout_s)
-            return False
-        deadline = time.monotonic() + timeout_s
+            woken.wait(min(timeout_s, LATE_RETRY_S) if late else timeout_s)
+            return late
+        deadline = time.monotonic() + (min(timeout_s, LATE_RETRY_S) if late else timeout_s)
         while not woken.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
-                return False
+                return late
             try:
                 changed = follower.changed_groups(int(min(left, RECORDS_SLICE_S) * 1000) or 1)
             except KafkaError:  # the tick's own poll meets it too, and reports it there

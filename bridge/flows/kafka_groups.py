@@ -17,6 +17,7 @@ from typing import Protocol
 
 from kafka import KafkaAdminClient
 
+from bridge.flows.log_ahead import LogAhead
 from bridge.flows.paging import ReconcilePass
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
@@ -92,6 +93,8 @@ class KafkaGroupsReader:
         self._relist = False
         #: each group's type as last listed (classic, consumer), for describing it again
         self._types: dict[str, str] = {}
+        #: what each group's records said that its reads have not shown yet
+        self.ahead = LogAhead()
 
     def read(self) -> KafkaPicture:
         """Groups, members and topics: read in full every ``full_interval_s``; in between
@@ -144,6 +147,7 @@ class KafkaGroupsReader:
         once read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
         self.reshaped |= follower.take_reshaped()
+        self.ahead.add(follower.take_said())
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now = set()
         if self._pass is not None and self._pass.finished:  # its last page was written
@@ -237,10 +241,12 @@ class KafkaGroupsReader:
             if view.error:
                 continue
             unread.discard(g)
-            self.dirty.discard(g)
+            dead = view.state == "Dead" and not view.offsets
+            if not self.ahead.behind(g, view.offsets, dead):
+                self.dirty.discard(g)  # else read again: the coordinator lagged its log
             self.reshaped.discard(g)
             self.reread_now.add(g)
-            if view.state == "Dead" and not view.offsets:
+            if dead:
                 kinds.pop(g, None)
                 views.pop(g, None)
                 continue
@@ -249,6 +255,7 @@ class KafkaGroupsReader:
                 views[g] = view
             else:
                 views.pop(g, None)
+        self.ahead.keep_only(self.dirty)
         partitions, read_at = pic.partitions, pic.read_at
         if time.monotonic() - read_at >= self.full_interval_s:
             partitions, read_at = partition_counts(self.admin), time.monotonic()

@@ -209,6 +209,8 @@ class OffsetsLogFollower:
         #: the bridge's own commits, whose records are echoes (set by the groups flow)
         self.own: OwnCommits | None = None
         self._echoes: dict[str, dict[TopicPartition, int]] = {}
+        #: per group, the offset the last record of each partition said (None: removed)
+        self._said: dict[str, dict[TopicPartition, int | None]] = {}
 
     def assign(self, partitions: int) -> None:
         """Start following the topic's ``partitions`` partitions, positioned as ``start``
@@ -278,6 +280,10 @@ class OffsetsLogFollower:
         changed: set[str] = set()
         echoes: dict[str, dict[TopicPartition, int]] = {}
         for e in events:
+            if isinstance(e, OffsetCommitted):
+                self._said.setdefault(e.group, {})[e.partition] = e.offset
+            elif e.deleted:
+                self._said.pop(e.group, None)
             if (
                 self.own is not None
                 and isinstance(e, OffsetCommitted)
@@ -301,6 +307,13 @@ class OffsetsLogFollower:
         showed that were the bridge's own commits (:mod:`bridge.kafka.own_commits`)."""
         echoes, self._echoes = self._echoes, {}
         return echoes
+
+    def take_said(self) -> dict[str, dict[TopicPartition, int | None]]:
+        """Since the last call, per group and partition, the offset its last record said
+        (None: the commit was removed), echoes included: in log order, what the group APIs
+        should answer once the coordinator serves those commits (``kafka_groups``)."""
+        said, self._said = self._said, {}
+        return said
 
     def take_reshaped(self) -> set[str]:
         """The groups named since the last call by a record other than an offset commit

@@ -86,6 +86,9 @@ class _Follower:
     def take_echoes(self) -> dict:
         return {}
 
+    def take_said(self) -> dict:
+        return {}
+
 
 @pytest.fixture
 def cluster(monkeypatch):
