@@ -19,6 +19,7 @@ from tenacity import (
 from bridge.config import KafkaSettings, ZooKeeperSettings
 from bridge.kafka.sasl import sasl_refusal
 from bridge.zookeeper.acl import AclClient, policy_for
+from bridge.zookeeper.handler import PollHandler
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> Ka
         timeout=settings.session_timeout_s,
         auth_data=auth or None,
         acl_policy=policy_for(settings, root),
+        handler=PollHandler(),
         **kwargs,
     )
 
