@@ -72,11 +72,13 @@ class GroupStorageModes:
         wanted: list[str],
         owned: set[str],
         stopped: dict[str, GroupView],
+        fresh: bool = False,
     ) -> dict[str, dict[TopicPartition, int]]:
         """Each group's offset nodes as its storage mode wants them (see decide.migration),
         given the offsets the decisions ask for, into ``decided``; returns the commits
-        Kafka needs. Infers and records the mode of new groups."""
-        self.records = self.watched_records.read()  # only the changed ones read again
+        Kafka needs. Infers and records the mode of new groups (``fresh``: every record
+        asked of the watches, for a forced sync)."""
+        self.records = self.watched_records.read(fresh)  # only the changed ones read again
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
         mixed = decided.mixed

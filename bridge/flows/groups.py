@@ -43,8 +43,10 @@ from bridge.flows.group_modes import GroupStorageModes
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.flows.log_ahead import LATE_RETRY_S
 from bridge.flows.paging import pages
+from bridge.flows.settled import SettledGroups
 from bridge.flows.storm import StormSpouts
 from bridge.flows.to_kafka import CopiesToKafka
+from bridge.flows.zk_groups import ZkGroups
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
@@ -148,6 +150,12 @@ class GroupMirrorFlow(GroupStorageModes):
         self._topic_unknown: set[str] = set()
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
         self.kafka.offsets_only = self._offsets_only
+        #: groups whose decision cannot change until their view, nodes or topics do
+        self.settled = SettledGroups()
+        self.zk_groups = ZkGroups(self.reader, self.watched, self.filter)
+        self._modes_of: object = None  # the records _not_kafka_mode last derived from
+        self._modes_n = 0
+        self._others: set[str] = set()
 
     def _wire_readers(self, storm_spouts: Sequence[StormSpout]) -> None:
         """The flow's ZooKeeper readers, all behind the same watches, and the helpers that
@@ -237,17 +245,22 @@ class GroupMirrorFlow(GroupStorageModes):
             # groups in the same ticks, once a resync came during a cold start of 10,000
             # groups, took 70 % of the main thread and slowed the reconcile sixfold
             self.tree.verify_page()
+        self.settled.drifted(self.tree.take_drifted())
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
             self.kafka.reshaped |= set(requests)
         pic = self.kafka.read()
+        self.settled.topics(pic.partitions)
         tree = self._zk_picture(pic, requests)
+        self.settled.deciding(tree.wanted if tree.scope is None else tree.scope)
         decided = self._decide(pic, tree)
         self._keep_outcomes(decided, tree.scope)
         wanted = [g for g in tree.wanted if g not in decided.aside]
         stopped = self._stopped_views(decided.stopped, tree.owned)
-        to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped)
+        to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped, bool(requests))
         written = self._write(decided, tree)
+        self.settled.written(self._settled_now(decided))
+        self.settled.drifted(self.tree.take_drifted())  # a write refused: due again
         METRICS.writes.labels(flow=self.name).inc(written)
         if self.copies is not None:
             self.copies.submit(to_kafka)  # committed off this thread (flows.to_kafka)
@@ -297,6 +310,9 @@ class GroupMirrorFlow(GroupStorageModes):
         self.kafka.dirty |= self.follower.changed_groups()
         if self._shares_seen != self.shares.generation:
             self._shares_seen = self.shares.generation
+            self.settled.forget()
+            self.kafka.refilter()
+            self.zk_groups.refilter()
             self._take_over(self.shares.take_over())
             self.resync()
         return {g: r for g, r in requests.items() if self.shares.holds_group(g)}
@@ -324,25 +340,28 @@ class GroupMirrorFlow(GroupStorageModes):
 
     def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
         """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the
-        bridge has nodes of, who is registered, cut to the tick's scope (``_scope``)."""
-        # a group being deleted still answers for a moment, as Dead and without offsets
-        dead = {g for g, v in pic.views.items() if v.state == "Dead"}
-        wanted = [g for g in pic.wanted if g not in dead]
+        bridge has nodes of, who is registered, cut to the tick's scope (``_scope``); what
+        is derived from every group is derived again only when it changed (``ZkGroups``)."""
         ledger = self.writer.ledger.owned  # every owned path, indexed by group
-        mirrored = {g for g in ledger.groups() if self._holds(g)}
-        zk_groups = [g for g in self.reader.groups() if self.filter(g)]
+        groups = ledger.groups()
+        mirrored = set(groups) if self.shares is None else {g for g in groups if self._holds(g)}
+        zk_groups, zk_set = self.zk_groups.listed()
+        scope = self._scope(pic, zk_set, mirrored, ledger, requests)
+        self.tree.ensure(set(self.tree.pending) if scope is None else scope)
+        # a group being deleted still answers for a moment, as Dead and without offsets
+        dead = set(pic.dead)
+        if scope is None:
+            wanted = [g for g in pic.wanted if g not in dead]
+            owned = self.owned()
+        else:  # with a follower: groups that may have changed, and a page
+            dead &= scope
+            wanted = sorted((scope & pic.wanted_set) - dead)
+            zk_groups = sorted(scope & zk_set)
+            mirrored &= scope
+            owned = self.tree.of_groups(g for g in scope if self._holds(g))
         # only groups under /consumers can have an /ids (a Kafka group not mirrored yet has
         # none: asking would be a NoNode read, never cached, per group and tick)
         registered = self.reader.consumer_ids(sorted(mirrored | set(zk_groups)))
-        scope = self._scope(pic, wanted, zk_groups, mirrored, registered, ledger, requests)
-        self.tree.ensure(set(self.tree.pending) if scope is None else scope)
-        if scope is None:
-            owned = self.owned()
-        else:  # with a follower: groups that may have changed, and a page
-            wanted = [g for g in wanted if g in scope]
-            zk_groups = [g for g in zk_groups if g in scope]
-            mirrored &= scope
-            owned = self.tree.of_groups(g for g in scope if self._holds(g))
         return ZkPicture(wanted, dead, zk_groups, mirrored, registered, owned, scope)
 
     def _decide(self, pic: KafkaPicture, tree: ZkPicture) -> Decided:
@@ -355,7 +374,10 @@ class GroupMirrorFlow(GroupStorageModes):
             for g in self.coexist.groups() - decided.mixed - pic.unread:
                 self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
         for g in tree.mirrored - set(tree.wanted) - decided.mixed - set(decided.aside):
-            decided.desired.update(decide_deleted_group(g, self.known, tree.owned, self.on_deleted))
+            # the group's own owned nodes, from the ledger's index: a scan of the tick's
+            # owned set per deleted group was 4 % of the main thread at 10,000 groups
+            mine = self.tree.of_groups([g])
+            decided.desired.update(decide_deleted_group(g, self.known, mine, self.on_deleted))
         return decided
 
     def _decide_group(
@@ -370,7 +392,7 @@ class GroupMirrorFlow(GroupStorageModes):
         refusal = refusal or (next_gen_refusal(view, legacy) if self.coexist is None else None)
         if refusal:
             decided.aside[g] = refusal
-            decided.desired.update(stand_aside(g, self.known, tree.owned))
+            decided.desired.update(stand_aside(g, self.known, self.tree.of_groups([g])))
         elif legacy and self.coexist is not None and g not in tree.dead:
             self._decide_mixed(self.coexist, g, legacy, pic, tree.owned, decided, now)
         elif g not in pic.kinds and g in tree.zk_groups and not legacy:
@@ -408,10 +430,23 @@ class GroupMirrorFlow(GroupStorageModes):
         if refused:
             self._report_once(g, refused, "refused")
         decision = coexist.decide(g, view, state, pic.partitions, self.known, now)
-        desired = (decision.desired if decision else {}) or frozen(g, self.known, owned)
+        mine = self.tree.of_groups([g])
+        desired = (decision.desired if decision else {}) or frozen(g, self.known, mine)
         decided.suggested[g] = decision.offsets if decision else {}
         decided.desired.update(desired)
         decided.refresh.update(desired)  # old consumers change these nodes all the time
+
+    def _settled_now(self, decided: Decided) -> set[str]:
+        """The kafka-mode groups decided and written in full by this tick (mirrored, on
+        topics known): their decision changes only with their view, nodes or topics."""
+        return {
+            g
+            for g in decided.suggested
+            if g not in decided.mixed
+            and g not in decided.skipped
+            and g not in self._topic_unknown
+            and self._mode_of(g) is StorageMode.KAFKA
+        }
 
     def _keep_outcomes(self, decided: Decided, scope: set[str] | None) -> None:
         """Report and keep the groups not mirrored and the ones refused (for the CLI); a
@@ -447,10 +482,8 @@ class GroupMirrorFlow(GroupStorageModes):
     def _scope(
         self,
         pic: KafkaPicture,
-        wanted: list[str],
-        zk_groups: list[str],
+        zk_groups: AbstractSet[str],
         mirrored: set[str],
-        registered: dict[str, list[str]],
         owned: AbstractSet[str],
         requests: dict[str, tuple[str, int]],
     ) -> set[str] | None:
@@ -463,11 +496,14 @@ class GroupMirrorFlow(GroupStorageModes):
         others in ``reread_now``)."""
         if self.follower is None or not self.follower.assigned:
             return None
-        active = self.kafka.reread_now | set(self.kafka.page_now) | set(requests)
-        active |= mirrored - set(wanted)
-        active |= set(zk_groups) - set(pic.kinds)
-        active |= {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
-        active |= {g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA}
+        # read again and found as they were, and decided and written so since: skipped
+        same = self.settled.unchanged(self.kafka.same_view)
+        active = (self.kafka.reread_now | set(self.kafka.page_now)) - same
+        active |= set(requests) | self.settled.take_due()
+        active |= (mirrored - pic.wanted_set) | (mirrored & pic.dead)  # being deleted
+        active |= zk_groups - pic.kinds.keys()
+        active |= self.zk_groups.with_old_consumers(owned, fresh=bool(requests))
+        active |= self._not_kafka_mode()
         if self.coexist is not None:
             active |= self.coexist.groups()
         # a group listed but not read yet (a cold start's pass) is read in the next tick,
@@ -484,6 +520,17 @@ class GroupMirrorFlow(GroupStorageModes):
         before = self._topic_unknown
         self._topic_unknown = {g for g in before | active if pic.unknown_topics(pic.views.get(g))}
         return active | before | self._topic_unknown
+
+    def _not_kafka_mode(self) -> set[str]:
+        """The groups recorded in a storage mode other than kafka (derived again when the
+        records were read again: every tick at 10,000 groups was 1 % of the main thread)."""
+        # the records inferred in a tick are added to the same dict: its size says so
+        if self.records is not self._modes_of or len(self.records) != self._modes_n:
+            self._modes_of, self._modes_n = self.records, len(self.records)
+            self._others = {
+                g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA
+            }
+        return self._others
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Protocol
 
 from kafka import KafkaAdminClient
@@ -39,6 +40,12 @@ class KafkaPicture:
     #: listed consumer groups not read yet (a cold start's pass reads them page by page):
     #: no decision is made of a group before it was read
     unread: frozenset[str] = field(default_factory=frozenset)
+    #: groups whose view says Dead (being deleted: they still answer for a moment)
+    dead: frozenset[str] = field(default_factory=frozenset)
+
+    @cached_property
+    def wanted_set(self) -> frozenset[str]:
+        return frozenset(self.wanted)
 
     def unknown_topics(self, view: GroupView | None) -> bool:
         """Whether ``view`` names a topic (offsets, assignment) the picture has no count for."""
@@ -79,6 +86,8 @@ class KafkaGroupsReader:
         self.dirty: set[str] = set()
         #: groups the group APIs were asked about in this tick (with a follower)
         self.reread_now: set[str] = set()
+        #: of those, the ones whose read showed exactly the view the picture had
+        self.same_view: set[str] = set()
         #: of ``dirty``, the groups to describe again: records other than offset commits
         #: named them (or a listing, a forced sync); the others changed only offsets
         self.reshaped: set[str] = set()
@@ -95,6 +104,8 @@ class KafkaGroupsReader:
         self._types: dict[str, str] = {}
         #: what each group's records said that its reads have not shown yet
         self.ahead = LogAhead()
+        #: the filter's answers changed (the shares held): the wanted groups listed again
+        self._refilter = False
 
     def read(self) -> KafkaPicture:
         """Groups, members and topics: read in full every ``full_interval_s``; in between
@@ -149,7 +160,7 @@ class KafkaGroupsReader:
         self.reshaped |= follower.take_reshaped()
         self.ahead.add(follower.take_said())
         pic = self._with_echoes(self.picture, follower.take_echoes())
-        self.reread_now = set()
+        self.reread_now, self.same_view = set(), set()
         if self._pass is not None and self._pass.finished:  # its last page was written
             self._close_pass()
         if pic is None or self._relist:
@@ -197,8 +208,10 @@ class KafkaGroupsReader:
         unread = {g for g in wanted if kinds[g] in ("consumer", "") and g not in views}
         if before is not None:
             self._ask(unread - set(before.kinds))
+        dead = frozenset(g for g, v in views.items() if v.state == "Dead")
+        partitions = partition_counts(self.admin)
         return KafkaPicture(
-            kinds, wanted, views, partition_counts(self.admin), time.monotonic(), frozenset(unread)
+            kinds, wanted, views, partitions, time.monotonic(), frozenset(unread), dead
         )
 
     def _with_echoes(
@@ -228,7 +241,10 @@ class KafkaGroupsReader:
         views = read_groups(
             self.admin, consumer_groups, {g: listed[g].group_type for g in consumer_groups}
         )
-        return KafkaPicture(kinds, wanted, views, partition_counts(self.admin), time.monotonic())
+        dead = frozenset(g for g, v in views.items() if v.state == "Dead")
+        return KafkaPicture(
+            kinds, wanted, views, partition_counts(self.admin), time.monotonic(), dead=dead
+        )
 
     def _reread(self, pic: KafkaPicture, groups: list[str]) -> KafkaPicture:
         """``pic`` with ``groups`` described again (topics too, every ``full_interval_s``:
@@ -237,30 +253,41 @@ class KafkaGroupsReader:
         self.dirty -= set(self.dirty) - set(groups)  # filtered out: never mirrored
         self.reshaped &= self.dirty
         kinds, views, unread = dict(pic.kinds), dict(pic.views), set(pic.unread)
+        dead = set(pic.dead)
         for g, view in self._read_changed(groups, pic.views).items():
             if view.error:
                 continue
             unread.discard(g)
-            dead = view.state == "Dead" and not view.offsets
-            if not self.ahead.behind(g, view.offsets, dead):
+            gone = view.state == "Dead" and not view.offsets
+            if not self.ahead.behind(g, view.offsets, gone):
                 self.dirty.discard(g)  # else read again: the coordinator lagged its log
             self.reshaped.discard(g)
             self.reread_now.add(g)
-            if dead:
+            if pic.views.get(g) == view:
+                self.same_view.add(g)
+            dead.discard(g)
+            if gone:
                 kinds.pop(g, None)
                 views.pop(g, None)
                 continue
             kinds[g] = view.protocol_type
             if view.protocol_type in ("consumer", ""):
                 views[g] = view
+                if view.state == "Dead":
+                    dead.add(g)
             else:
                 views.pop(g, None)
         self.ahead.keep_only(self.dirty)
         partitions, read_at = pic.partitions, pic.read_at
         if time.monotonic() - read_at >= self.full_interval_s:
             partitions, read_at = partition_counts(self.admin), time.monotonic()
-        wanted = sorted(g for g in kinds if self.filter(g))
-        return KafkaPicture(kinds, wanted, views, partitions, read_at, frozenset(unread))
+        # the same groups (every tick but when one comes or goes): the same listing
+        same = not self._refilter and kinds.keys() == pic.kinds.keys()
+        wanted = pic.wanted if same else sorted(g for g in kinds if self.filter(g))
+        self._refilter = False
+        return KafkaPicture(
+            kinds, wanted, views, partitions, read_at, frozenset(unread), frozenset(dead)
+        )
 
     def _read_changed(self, groups: list[str], before: dict[str, GroupView]) -> dict:
         """The groups read again: described and fetched (``_read_settled``), but those
@@ -301,6 +328,10 @@ class KafkaGroupsReader:
             and set(before[g].offsets) - set(v.offsets)
         ]
         return {**views, **read_groups(self.admin, again, types)} if again else views
+
+    def refilter(self) -> None:
+        """The filter answers otherwise now (shares moved): apply it again next read."""
+        self._refilter = True
 
     def counts_inferred(self) -> bool:
         """Whether a pass is open (its last page may be in this tick), whose lines tell

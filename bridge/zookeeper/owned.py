@@ -77,6 +77,9 @@ class OwnedTree:
         #: groups taken over (with shares: another bridge wrote them since) whose ledger and
         #: nodes are not read yet: read at their first tick (``ensure``) or by a page
         self.pending: set[str] = set()
+        #: groups whose owned nodes, read again, were not as known (someone else changed
+        #: them, a write was refused): their decision is due again (``take_drifted``)
+        self.drifted: set[str] = set()
 
     def owned(self, held: Callable[[str], bool] | None = None) -> set[str]:
         """The owned nodes under ``/consumers``; with ``held``, of the groups it holds."""
@@ -169,12 +172,19 @@ class OwnedTree:
             return
         chosen = set(groups)
         self.pending -= chosen
-        before = self.of_groups(chosen) | {p for p in self.foreign if group_of(p) in chosen}
+        owned = self.of_groups(chosen)
+        before = owned | {p for p in self.foreign if group_of(p) in chosen}
         self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
-        for p in before:
-            self.known.pop(p, None)
+        was = {p: self.known.pop(p, None) for p in before}
         self.foreign -= before
-        self.known.update(read_nodes(self.zk, sorted(self.of_groups(chosen))))
+        fresh = read_nodes(self.zk, sorted(self.of_groups(chosen)))
+        self.known.update(fresh)
+        self.drifted.update(group_of(p) for p in owned | set(fresh) if was.get(p) != fresh.get(p))
+
+    def take_drifted(self) -> set[str]:
+        """The groups found drifted since the last call (``drifted``)."""
+        drifted, self.drifted = self.drifted, set()
+        return drifted
 
     def write(
         self,
@@ -221,6 +231,7 @@ class OwnedTree:
             except BatchRejected as exc:
                 self.report(group, f"ZooKeeper refused a write ({exc}); will retry", "rejected")
                 self.reload([group] if group else [])
+                self.drifted.update([group] if group else [])
         return written
 
     def _read_present(self, paths: list[str]) -> dict[str, Node]:

@@ -12,6 +12,7 @@ asked about hold.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, MutableSet
+from collections.abc import Set as AbstractSet
 
 CONSUMERS = "/consumers"
 
@@ -30,6 +31,10 @@ class OwnedPaths(MutableSet[str]):
     def __init__(self, paths: Iterable[str] = ()) -> None:
         self._paths: set[str] = set()
         self._buckets: dict[str, set[str]] = {}
+        #: the groups with a bucket, kept as buckets come and go (asked every tick)
+        self._groups: set[str] = set()
+        #: bumped whenever a group gains its first path or loses its last one
+        self.groups_version = 0
         for p in paths:
             self.add(p)
 
@@ -45,7 +50,12 @@ class OwnedPaths(MutableSet[str]):
     def add(self, path: str) -> None:
         if path not in self._paths:
             self._paths.add(path)
-            self._buckets.setdefault(bucket(path), set()).add(path)
+            key = bucket(path)
+            paths = self._buckets.get(key)
+            if paths is None:
+                paths = self._buckets[key] = set()
+                self._group_changed(key, True)
+            paths.add(path)
 
     def discard(self, path: str) -> None:
         if path in self._paths:
@@ -54,11 +64,21 @@ class OwnedPaths(MutableSet[str]):
             self._buckets[key].discard(path)
             if not self._buckets[key]:
                 del self._buckets[key]
+                self._group_changed(key, False)
 
-    def groups(self) -> set[str]:
-        """The groups with at least one owned path below ``/consumers/<g>``."""
-        start = len(CONSUMERS) + 1
-        return {k[start:] for k in self._buckets if _below(k, CONSUMERS)}
+    def _group_changed(self, key: str, present: bool) -> None:
+        if _below(key, CONSUMERS):
+            group = key[len(CONSUMERS) + 1 :]
+            if present:
+                self._groups.add(group)
+            else:
+                self._groups.discard(group)
+            self.groups_version += 1
+
+    def groups(self) -> AbstractSet[str]:
+        """The groups with at least one owned path below ``/consumers/<g>`` (the live set:
+        copy it to keep it)."""
+        return self._groups
 
     def sizes(self) -> dict[str, int]:
         """Each group's count of owned paths (the pages of a background verification)."""

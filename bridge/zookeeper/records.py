@@ -61,8 +61,23 @@ class WatchedRecords:
         self.data = data
         #: per group, the record's mzxid and its decoding (None: unreadable, logged once)
         self._decoded: dict[str, tuple[int, tuple[GroupRecord, int] | None]] = {}
+        below = self.base + "/"
 
-    def read(self) -> dict[str, tuple[GroupRecord, int]]:
+        def mine(path: str) -> bool:
+            return path == self.base or path.startswith(below)
+
+        #: the records' watches fired since the last read: none, the last answer holds (at
+        #: 10,000 groups asking the cache about each record was 6 % of the main thread)
+        self._fired = (children.counter(mine), data.counter(mine))
+        self._seen: tuple[int, int] | None = None
+        self._last: dict[str, tuple[GroupRecord, int]] = {}
+
+    def read(self, fresh: bool = False) -> dict[str, tuple[GroupRecord, int]]:
+        """Every group's record; the last answer again while no record's watch fired
+        (``fresh``: asked of the cache path by path, as for a forced sync)."""
+        seen = (self._fired[0].value, self._fired[1].value)
+        if seen == self._seen and not fresh:
+            return self._last
         decoded: dict[str, tuple[int, tuple[GroupRecord, int] | None]] = {}
         for g, (data, stat) in children_data(self.children, self.data, self.base).items():
             hit = self._decoded.get(g)
@@ -74,7 +89,9 @@ class WatchedRecords:
                     hit = (stat.mzxid, None)
             decoded[g] = hit
         self._decoded = decoded
-        return {g: entry for g, (_, entry) in decoded.items() if entry is not None}
+        self._seen = seen  # as counted before the read: a watch fired during it counts
+        self._last = {g: entry for g, (_, entry) in decoded.items() if entry is not None}
+        return self._last
 
 
 def create_record(

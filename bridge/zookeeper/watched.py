@@ -35,6 +35,21 @@ from bridge.decide.plan import Node
 WINDOW = 512
 
 
+class FireCounter:
+    """How many watches fired on the paths ``matches`` keeps (and clears): an answer derived
+    from many cached reads (every group's ``/ids``, every storage-mode record) is kept
+    while ``value`` is the same, instead of asking the cache about each path every tick.
+
+    It counts when kazoo *calls* the watch, a moment after its reader thread took the
+    watch off: a derivation made in between is one tick late, and the call then wakes the
+    flow for the next tick. A reader that must see its own change at once (a forced sync)
+    derives afresh."""
+
+    def __init__(self, matches: Callable[[str], bool]) -> None:
+        self.matches = matches
+        self.value = 0
+
+
 class _Watched:
     """What a ZooKeeper watch keeps true: the answer of one read per path, served again only
     while the watch that read armed is still set (see the module's docstring). Subclasses
@@ -61,6 +76,7 @@ class _Watched:
         self._cleared = 0
         #: reads sent to ZooKeeper (not served from the cache), for metrics and tests
         self.listed = 0
+        self._counters: list[FireCounter] = []
 
     def _read(self, paths: Sequence[str], denied: Callable[[str], None] | None) -> dict[str, Any]:
         """Each path's answer (absent paths left out): cached ones, the others read with a
@@ -107,11 +123,21 @@ class _Watched:
         full = (self.zk.chroot or "") + path
         return self._fired in getattr(self.zk, self._table).get(full, ())
 
+    def counter(self, matches: Callable[[str], bool]) -> FireCounter:
+        """A count of the watches fired on paths ``matches`` keeps, and of every
+        :meth:`clear` (which forgets them all): what was derived from those answers is
+        still true while the count is the same (see :class:`FireCounter`)."""
+        counter = FireCounter(matches)
+        self._counters.append(counter)
+        return counter
+
     def clear(self) -> None:
         """Forget every answer: the next read of each asks ZooKeeper (the full reconcile)."""
         with self._lock:
             self._cache.clear()
             self._cleared += 1
+            for counter in self._counters:
+                counter.value += 1
 
     def __len__(self) -> int:
         with self._lock:
@@ -127,6 +153,10 @@ class _Watched:
         # another thread; set again meanwhile, it was armed by a read answered after the
         # event, so that answer shows the change: dropping it made the next read list again
         # for nothing (CI, loaded machine: an old consumer's join listed twice)
+        with self._lock:
+            for counter in self._counters:
+                if counter.matches(event.path):
+                    counter.value += 1
         if not self._armed(event.path):
             with self._lock:
                 self._cache.pop(event.path, None)

@@ -197,9 +197,7 @@ def test_a_record_read_before_its_commit_is_served_is_read_again(
         if deaf:
             flow.follower.take_said = lambda: {}
         _record_says(stack, copy, group, topic, 9)  # read before Kafka serves offset 9
-        wait_for(
-            lambda: flow.tick() >= 0 and group in flow.kafka.reread_now, 30, 0.05, "a re-read"
-        )
+        wait_for(lambda: flow.tick() >= 0 and group in flow.kafka.reread_now, 30, 0.05, "a re-read")
         assert _zk_offset(zk, group, topic) == 5  # what Kafka served
         assert flow.kafka.ahead.waiting() is not deaf
         # soon, not at the next poll (without the wait: the plain wait, False)
@@ -317,6 +315,36 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     flow.tick()  # the second page: the deleted node's group, re-created from its view
     assert _zk_offset(zk, last, topic) == 3
     assert loads == [[f"/consumers/{g}" for g in names[:2]], [f"/consumers/{g}" for g in names[2:]]]
+
+
+@pytest.mark.parametrize("mode", ["skips", "decides-all", "drift-unheard"])
+def test_a_pass_skips_groups_as_they_were_and_the_verification_finds_drift(
+    zk, world, monkeypatch, mode
+):
+    """At 10,000 groups a pass that found nothing to change took as long as a cold start:
+    a group read again with the view it was last written with is not decided again. Its
+    nodes are still checked: someone else deletes one, the background verification reads
+    the group again, and the next tick re-creates it. Negative controls: with nothing
+    taken as settled the pass decides the group again; with the verification's finding
+    not heard, the node stays deleted."""
+    monkeypatch.setattr(owned, "VERIFY_EVERY_S", 0.0)  # a page every tick, not paced
+    flow, _consumer, group, topic = world
+    _tick_until(flow, zk, group, topic, 5)
+    if mode == "decides-all":
+        monkeypatch.setattr(flow.settled, "unchanged", lambda same: set())
+    if mode == "drift-unheard":
+        monkeypatch.setattr(flow.tree, "take_drifted", lambda: set())
+    decided: list[str] = []
+    real = flow._decide_group
+    monkeypatch.setattr(flow, "_decide_group", lambda g, *a: (decided.append(g), real(g, *a))[1])
+    pages = _page_reads(flow)
+    flow.resync()
+    flow.tick()
+    assert pages == [[group]] and not flow.kafka.reconciling()  # read by the pass
+    assert decided == ([group] if mode == "decides-all" else [])
+    zk.delete(zkpaths.offset_path(group, topic, 0))  # behind the bridge's back
+    flow.tick()  # the verification's page reads the group again: due, decided, written
+    assert _zk_offset(zk, group, topic) == (None if mode == "drift-unheard" else 5)
 
 
 def test_a_commit_ends_the_wait_between_ticks(zk, world):

@@ -54,3 +54,13 @@ def test_a_sibling_with_a_longer_name_is_kept() -> None:
     owned = OwnedPaths({"/consumers/g1/ids", "/consumers/g10/ids"})
     owned.drop(["/consumers/g1"])
     assert set(owned) == {"/consumers/g10/ids"}
+
+
+@given(st.lists(st.tuples(st.booleans(), path), max_size=30))
+def test_groups_version_moves_exactly_when_the_groups_change(steps) -> None:
+    """The flow derives per-tick sets from ``groups()`` again only when this moves."""
+    owned = OwnedPaths()
+    for add, p in steps:
+        before, version = set(owned.groups()), owned.groups_version
+        owned.add(p) if add else owned.discard(p)
+        assert (owned.groups_version != version) == (set(owned.groups()) != before)

@@ -1,0 +1,61 @@
+"""Groups whose decision cannot change: a reconcile pass reading them again skips them.
+
+At 10,000 groups a safety-net pass that found nothing to change took as long as a cold
+start (187 s): every group was decided and planned against its nodes again, though its
+Kafka view, its nodes and the topics were all as when it was last written. A group's
+decision is a pure function of those (``decide.groups``); so once a decision was written
+in full, the group is *settled* until one of them changes:
+
+- its Kafka view: a read that shows something new puts it in the tick's scope anyway;
+- its nodes: the background verification reads them again, and a difference (someone
+  else's change, a refused write) unsettles it and puts it in the next tick's scope;
+- the topics' partition counts, or the shares held: every group is unsettled.
+
+Groups that someone else changes every moment (old consumers registered, a storage mode
+other than kafka, proxies) are decided every tick whatever this says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+class SettledGroups:
+    """The groups whose last decision was written in full and cannot change yet."""
+
+    def __init__(self) -> None:
+        self.groups: set[str] = set()
+        self._partitions: Mapping[str, int] | None = None
+        #: groups found changed in ZooKeeper: decided in the next tick
+        self.due: set[str] = set()
+
+    def unchanged(self, same_view: Iterable[str]) -> set[str]:
+        """Of the groups read again with the same view, the settled ones: nothing to do."""
+        return self.groups.intersection(same_view)
+
+    def deciding(self, groups: Iterable[str]) -> None:
+        """``groups`` are decided in this tick: settled again only once written."""
+        self.groups.difference_update(groups)
+
+    def written(self, groups: Iterable[str]) -> None:
+        self.groups.update(groups)
+
+    def drifted(self, groups: Iterable[str]) -> None:
+        """Their nodes were not as known: decided again in the next tick."""
+        groups = set(groups)
+        self.groups -= groups
+        self.due |= groups
+
+    def topics(self, partitions: Mapping[str, int]) -> None:
+        """The topics' partition counts as read now; a change unsettles every group."""
+        if partitions is not self._partitions and partitions != self._partitions:
+            self.groups.clear()
+        self._partitions = partitions
+
+    def forget(self) -> None:
+        """The shares held changed: others wrote some groups' nodes since."""
+        self.groups.clear()
+
+    def take_due(self) -> set[str]:
+        due, self.due = self.due, set()
+        return due

@@ -1,0 +1,45 @@
+"""Groups whose decision cannot change (flows.settled): skipped by a pass only while their
+view, nodes and topics are as when their decision was written."""
+
+from __future__ import annotations
+
+from bridge.flows.settled import SettledGroups
+
+
+def test_only_written_groups_read_as_they_were_are_skipped():
+    s = SettledGroups()
+    s.topics({"t": 3})
+    s.written({"a", "b"})
+    assert s.unchanged({"a", "c"}) == {"a"}  # c was never written: decided
+
+
+def test_a_group_being_decided_is_settled_again_only_once_written():
+    """A tick whose write failed (raised) leaves its groups unsettled: the next pass decides
+    them again even though the picture already holds their new views."""
+    s = SettledGroups()
+    s.written({"a"})
+    s.deciding({"a"})
+    assert s.unchanged({"a"}) == set()
+    s.written({"a"})
+    assert s.unchanged({"a"}) == {"a"}
+
+
+def test_drift_unsettles_and_makes_the_group_due_once():
+    s = SettledGroups()
+    s.written({"a", "b"})
+    s.drifted({"a"})
+    assert s.unchanged({"a", "b"}) == {"b"}
+    assert s.take_due() == {"a"} and s.take_due() == set()
+
+
+def test_a_change_of_partition_counts_or_shares_unsettles_every_group():
+    s = SettledGroups()
+    s.topics({"t": 3})
+    s.written({"a"})
+    s.topics({"t": 3})  # read again, the same counts
+    assert s.unchanged({"a"}) == {"a"}
+    s.topics({"t": 4})
+    assert s.unchanged({"a"}) == set()
+    s.written({"a"})
+    s.forget()
+    assert s.unchanged({"a"}) == set()

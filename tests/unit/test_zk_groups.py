@@ -1,0 +1,70 @@
+"""The groups under /consumers and those with old consumers (flows.zk_groups): derived
+again only when a watch on a list that says who is there fired, or a forced sync asks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
+
+from bridge.flows.zk_groups import ZkGroups
+from bridge.zookeeper.watched import WatchedChildren
+
+
+class _Reader:
+    """The tree reader's two lists, counted: who is listed and registered per group."""
+
+    def __init__(self) -> None:
+        self.listing = ["a", "b", "skip"]
+        self.ids = {"a": ["a_old-1"], "b": ["b_bridge-1"]}
+        self.reads = 0
+
+    def groups(self) -> list[str]:
+        return self.listing
+
+    def consumer_ids(self, groups):
+        self.reads += 1
+        return {g: self.ids.get(g, []) for g in groups}
+
+
+def _fire(watched: WatchedChildren, path: str) -> None:
+    watched._fired(WatchedEvent(EventType.CHILD, KeeperState.CONNECTED, path))
+
+
+def _world():
+    reader = _Reader()
+    zk = SimpleNamespace(chroot="", _child_watchers={})
+    watched = WatchedChildren(zk)  # type: ignore[arg-type]
+    sets = ZkGroups(reader, watched, lambda g: g != "skip")  # type: ignore[arg-type]
+    owned = {"/consumers/b/ids/b_bridge-1"}  # the bridge's own registration
+    return reader, watched, sets, owned
+
+
+def test_old_consumers_are_derived_again_only_after_a_list_that_says_who_changed():
+    reader, watched, sets, owned = _world()
+    assert sets.listed() == (["a", "b"], frozenset({"a", "b"}))
+    assert sets.with_old_consumers(owned) == {"a"}  # b's id is the bridge's own
+    assert sets.with_old_consumers(owned) == {"a"} and reader.reads == 1
+    _fire(watched, "/consumers/a/offsets/t")  # a commit's list: not who is there
+    sets.with_old_consumers(owned)
+    assert reader.reads == 1
+    reader.ids["b"].append("b_old-2")
+    _fire(watched, "/consumers/b/ids")  # an old consumer joined b
+    assert sets.with_old_consumers(owned) == {"a", "b"} and reader.reads == 2
+    watched.clear()  # a lost connection or a resync: derived again
+    sets.with_old_consumers(owned)
+    assert reader.reads == 3
+    sets.with_old_consumers(owned, fresh=True)  # a forced sync
+    assert reader.reads == 4
+
+
+def test_a_new_listing_or_filter_is_applied_again():
+    reader, watched, sets, owned = _world()
+    sets.listed()
+    reader.listing = ["a", "b", "c", "skip"]  # the cache read /consumers again: a new list
+    assert sets.listed()[0] == ["a", "b", "c"]
+    sets.filter = lambda g: g == "c"
+    assert sets.listed()[0] == ["a", "b", "c"]  # the same listing, the filter not told
+    sets.refilter()  # the shares held changed
+    assert sets.listed()[0] == ["c"]
+    assert sets.with_old_consumers(owned) == set()
