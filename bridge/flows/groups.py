@@ -220,8 +220,8 @@ class GroupMirrorFlow(GroupStorageModes):
     def resync(self) -> None:
         """The safety net: Kafka's side in full (with a follower), ZooKeeper's owned tree
         in full once per term and then verified a page per tick (:class:`OwnedTree`)."""
-        self.watched.clear()  # the safety net for a watch lost any other way
-        self.watched_data.clear()
+        self.watched.expire()  # the safety net for a watch lost any other way
+        self.watched_data.expire()
         if self.follower is not None and not self.kafka.resync():
             log.info("resync deferred: the reconcile under way is not finished")
         held = self.shares.holds_group if self.shares is not None else None
@@ -240,6 +240,8 @@ class GroupMirrorFlow(GroupStorageModes):
             requests = self._follow_shares(requests)
             if not self.shares.held():
                 return 0  # no share dealt to this bridge (yet): nothing of its to mirror
+        self.watched.expire_some()  # the resync's net, a batch a tick
+        self.watched_data.expire_some()
         if not self.kafka.reconciling():
             # a page of the reconcile reads and writes its groups itself; verifying other
             # groups in the same ticks, once a resync came during a cold start of 10,000

@@ -15,13 +15,15 @@ whose watch fired since (an old consumer joined, left or committed, a group appe
 - when the connection is lost, kazoo drops every watch (it does not set them again on
   reconnect) and calls each with an event of no path: every entry is dropped then, and the
   next read lists again;
-- the owner's periodic full reconcile calls :meth:`_Watched.clear`, a safety net
-  against a watch lost any other way (a bug here, a server bug).
+- the owner's periodic full reconcile calls :meth:`_Watched.expire`, a safety net
+  against a watch lost any other way (a bug here, a server bug): every answer is
+  forgotten, a batch per tick.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +35,9 @@ from bridge.decide.plan import Node
 
 #: requests in flight at once, as the reader's window
 WINDOW = 512
+#: answers forgotten per tick after the full reconcile's :meth:`_Watched.expire`
+EXPIRE_PER_TICK = 500
+_GONE = object()
 
 
 class FireCounter:
@@ -77,6 +82,8 @@ class _Watched:
         #: reads sent to ZooKeeper (not served from the cache), for metrics and tests
         self.listed = 0
         self._counters: list[FireCounter] = []
+        #: the answers :meth:`expire` queued, forgotten a batch per :meth:`expire_some`
+        self._expiring: deque[str] = deque()
 
     def _read(self, paths: Sequence[str], denied: Callable[[str], None] | None) -> dict[str, Any]:
         """Each path's answer (absent paths left out): cached ones, the others read with a
@@ -132,12 +139,35 @@ class _Watched:
         return counter
 
     def clear(self) -> None:
-        """Forget every answer: the next read of each asks ZooKeeper (the full reconcile)."""
+        """Forget every answer at once: the next read of each asks ZooKeeper (a lost
+        connection: kazoo dropped every watch)."""
         with self._lock:
             self._cache.clear()
+            self._expiring.clear()
             self._cleared += 1
             for counter in self._counters:
                 counter.value += 1
+
+    def expire(self) -> None:
+        """Forget every answer held now, ``EXPIRE_PER_TICK`` at a time (:meth:`expire_some`,
+        once a tick): the full reconcile's net for a watch lost any other way (a bug here,
+        a server bug). Forgotten at once, the next tick read every list and record again
+        (at 10,000 groups about 30,000 reads: seconds, with commits waiting behind it).
+        One under way is not started over."""
+        with self._lock:
+            if not self._expiring:
+                self._expiring = deque(self._cache)
+
+    def expire_some(self, count: int = EXPIRE_PER_TICK) -> None:
+        """Forget the next ``count`` answers :meth:`expire` queued (read again when next
+        asked for; what was derived from them is derived again: ``FireCounter``)."""
+        with self._lock:
+            for _ in range(min(count, len(self._expiring))):
+                path = self._expiring.popleft()
+                if self._cache.pop(path, _GONE) is not _GONE:
+                    for counter in self._counters:
+                        if counter.matches(path):
+                            counter.value += 1
 
     def __len__(self) -> int:
         with self._lock:

@@ -10,6 +10,7 @@ import socket
 import struct
 
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import MetadataRequest
 
 
 class OldClient:
@@ -61,3 +62,20 @@ class OldClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def known_everywhere(admin, topic: str, partitions: int) -> bool:
+    """Every broker has ``topic`` with its leaders (brokers learn of a topic one by one:
+    a client asking another broker a moment after the topic was made may not see it)."""
+    for broker in admin.describe_cluster()["brokers"]:
+        c = OldClient((broker["host"], broker["port"]))
+        try:
+            answer = c.send(
+                MetadataRequest[4](topics=[MetadataRequest.MetadataRequestTopic(name=topic)])
+            )
+        finally:
+            c.close()
+        parts = answer.topics[0].partitions
+        if len(parts) != partitions or any(p.leader_id < 0 for p in parts):
+            return False
+    return True

@@ -26,7 +26,7 @@ from kafka.record.memory_records import MemoryRecords
 from bridge.config import KafkaSettings
 from bridge.gateway.server import Gateway
 from tests.conftest import wait_for
-from tests.integration.old_client import OldClient
+from tests.integration.old_client import OldClient, known_everywhere
 
 pytestmark = pytest.mark.integration
 
@@ -62,24 +62,8 @@ def _topic(admin: KafkaAdminClient, name: str, partitions: int = 1, replicas: in
     admin.create_topics(
         {name: {"num_partitions": partitions, "replication_factor": replicas, "configs": configs}}
     )
-    wait_for(lambda: _known_everywhere(admin, name, partitions), 30, what=f"{name} on every broker")
+    wait_for(lambda: known_everywhere(admin, name, partitions), 30, what=f"{name} on every broker")
     return name
-
-
-def _known_everywhere(admin: KafkaAdminClient, topic: str, partitions: int) -> bool:
-    """Every broker has the topic with its leaders (brokers learn of a topic one by one)."""
-    for broker in admin.describe_cluster()["brokers"]:
-        c = OldClient((broker["host"], broker["port"]))
-        try:
-            answer = c.send(
-                MetadataRequest[4](topics=[MetadataRequest.MetadataRequestTopic(name=topic)])
-            )
-        finally:
-            c.close()
-        parts = answer.topics[0].partitions
-        if len(parts) != partitions or any(p.leader_id < 0 for p in parts):
-            return False
-    return True
 
 
 def _leaders(admin: KafkaAdminClient, topic: str) -> dict[int, int]:

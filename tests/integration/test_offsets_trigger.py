@@ -36,6 +36,7 @@ from bridge.zookeeper import owned
 from bridge.zookeeper.fence import claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
+from tests.integration.old_client import known_everywhere
 
 pytestmark = pytest.mark.integration
 
@@ -323,13 +324,18 @@ def test_a_pass_skips_groups_as_they_were_and_the_verification_finds_drift(
 ):
     """At 10,000 groups a pass that found nothing to change took as long as a cold start:
     a group read again with the view it was last written with is not decided again. Its
-    nodes are still checked: someone else deletes one, the background verification reads
-    the group again, and the next tick re-creates it. Negative controls: with nothing
-    taken as settled the pass decides the group again; with the verification's finding
-    not heard, the node stays deleted."""
+    nodes are still checked: someone else deletes one, the next resync's verification
+    reads the group again, and the group is decided and the node re-created. Negative
+    controls: with nothing taken as settled the pass decides the group again; with the
+    verification's finding not heard, the node stays deleted."""
     monkeypatch.setattr(owned, "VERIFY_EVERY_S", 0.0)  # a page every tick, not paced
     flow, _consumer, group, topic = world
+    # brokers learn of a topic one by one: a pass's read of the topics a moment after it
+    # was made can miss it (the group is then decided again: a partition count changed)
+    wait_for(lambda: known_everywhere(flow.admin, topic, 1), 30, 0.1, f"{topic} everywhere")
     _tick_until(flow, zk, group, topic, 5)
+    # a topic created a moment ago: decided again once its partition count is read
+    wait_for(lambda: flow.tick() >= 0 and group in flow.settled.groups, 30, 0.1, "settled")
     if mode == "decides-all":
         monkeypatch.setattr(flow.settled, "unchanged", lambda same: set())
     if mode == "drift-unheard":
@@ -343,6 +349,7 @@ def test_a_pass_skips_groups_as_they_were_and_the_verification_finds_drift(
     assert pages == [[group]] and not flow.kafka.reconciling()  # read by the pass
     assert decided == ([group] if mode == "decides-all" else [])
     zk.delete(zkpaths.offset_path(group, topic, 0))  # behind the bridge's back
+    flow.resync()
     flow.tick()  # the verification's page reads the group again: due, decided, written
     assert _zk_offset(zk, group, topic) == (None if mode == "drift-unheard" else 5)
 

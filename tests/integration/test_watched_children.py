@@ -126,14 +126,21 @@ def test_a_lost_connection_drops_every_list(zk, other) -> None:
 
 
 def test_the_reconcile_lists_again(zk) -> None:
-    """``clear`` (what the groups flow's resync calls) is the net for a watch lost any other
-    way: every list is read from ZooKeeper again."""
+    """``expire`` (what the groups flow's resync calls) is the net for a watch lost any
+    other way: every list is read from ZooKeeper again, a batch per tick (``expire_some``),
+    not all in one tick."""
     zk.create(f"{IDS}/g_a", b"", makepath=True)
     watched = WatchedChildren(zk)
     reader = ConsumerTreeReader(zk, watched=watched)
     assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
     assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
     assert watched.listed == 2
-    watched.clear()
+    watched.expire()
+    assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and watched.listed == 2  # not yet
+    watched.expire_some(1)  # the first tick's batch: one list
+    reader.consumer_ids(["g"])
+    reader.groups()
+    assert watched.listed == 3
+    watched.expire_some(1)  # the next tick's: the other
     assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
     assert watched.listed == 4

@@ -68,3 +68,22 @@ def test_a_new_listing_or_filter_is_applied_again():
     sets.refilter()  # the shares held changed
     assert sets.listed()[0] == ["c"]
     assert sets.with_old_consumers(owned) == set()
+
+
+def test_the_reconcile_forgets_answers_a_batch_a_tick_and_derives_again():
+    """At 10,000 groups forgetting every answer at once made the next tick read about
+    30,000 lists and records again (seconds, commits waiting): a batch per tick, and what
+    was derived from a forgotten list is derived again."""
+    reader, watched, sets, owned = _world()
+    watched._cache.update({"/consumers/a/ids": ["a_old-1"], "/consumers/a/offsets": ["t"]})
+    sets.listed()
+    sets.with_old_consumers(owned)
+    watched.expire()
+    watched.expire()  # one under way is not started over
+    watched.expire_some(1)
+    assert len(watched) == 1
+    sets.with_old_consumers(owned)
+    assert reader.reads == 2  # /consumers/a/ids was forgotten: derived again
+    watched.expire_some(1)
+    sets.with_old_consumers(owned)
+    assert len(watched) == 0 and reader.reads == 2  # an offsets list: not who is there
