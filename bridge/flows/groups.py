@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
@@ -40,6 +39,7 @@ from bridge.decide.plan import Desired, Node
 from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.group_modes import GroupStorageModes
+from bridge.flows.group_scope import GroupScope
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.flows.log_ahead import LATE_RETRY_S
 from bridge.flows.paging import pages
@@ -97,7 +97,7 @@ class Decided:
     aside: dict[str, str] = field(default_factory=dict)  # dialects cannot share them: why
 
 
-class GroupMirrorFlow(GroupStorageModes):
+class GroupMirrorFlow(GroupStorageModes, GroupScope):
     name = "groups"
 
     def __init__(
@@ -438,18 +438,6 @@ class GroupMirrorFlow(GroupStorageModes):
         decided.desired.update(desired)
         decided.refresh.update(desired)  # old consumers change these nodes all the time
 
-    def _settled_now(self, decided: Decided) -> set[str]:
-        """The kafka-mode groups decided and written in full by this tick (mirrored, on
-        topics known): their decision changes only with their view, nodes or topics."""
-        return {
-            g
-            for g in decided.suggested
-            if g not in decided.mixed
-            and g not in decided.skipped
-            and g not in self._topic_unknown
-            and self._mode_of(g) is StorageMode.KAFKA
-        }
-
     def _keep_outcomes(self, decided: Decided, scope: set[str] | None) -> None:
         """Report and keep the groups not mirrored and the ones refused (for the CLI); a
         group outside this tick's scope keeps what its last decision said."""
@@ -480,59 +468,6 @@ class GroupMirrorFlow(GroupStorageModes):
         ms = view.members if view is not None and not view.error else ()
         clients = {m.member_id: m.client_id for m in ms if m.client_id != PROXY_CLIENT_ID}
         return [c for c in legacy if c not in pyk], pykafka_refusal(group, members, clients)
-
-    def _scope(
-        self,
-        pic: KafkaPicture,
-        zk_groups: AbstractSet[str],
-        mirrored: set[str],
-        owned: AbstractSet[str],
-        requests: dict[str, tuple[str, int]],
-    ) -> set[str] | None:
-        """The groups this tick reconciles; None (every group) without a follower.
-
-        With one: the groups the group APIs were just asked about, those whose nodes
-        someone else writes every moment (old consumers registered, a storage mode other
-        than kafka, groups only in ZooKeeper, proxies), deleted groups, groups a forced
-        sync asks about; and the page of the pass under way (read this tick, with the
-        others in ``reread_now``)."""
-        if self.follower is None or not self.follower.assigned:
-            return None
-        # read again and found as they were, and decided and written so since: skipped
-        same = self.settled.unchanged(self.kafka.same_view)
-        active = (self.kafka.reread_now | set(self.kafka.page_now)) - same
-        active |= set(requests) | self.settled.take_due()
-        active |= (mirrored - pic.wanted_set) | (mirrored & pic.dead)  # being deleted
-        active |= zk_groups - pic.kinds.keys()
-        active |= self.zk_groups.with_old_consumers(owned, fresh=bool(requests))
-        active |= self._not_kafka_mode()
-        if self.coexist is not None:
-            active |= self.coexist.groups()
-        # a group listed but not read yet (a cold start's pass) is read in the next tick,
-        # and decided then: undescribed, a group read as one with no members (its proxies
-        # would leave)
-        if unread := active & pic.unread:
-            self.kafka.dirty |= unread
-            self.kafka.reshaped |= unread
-            active -= unread
-        # a topic created a moment ago may not be in the topics read yet: such a group is
-        # decided again each tick until it is (topics are read every full_interval_s), and
-        # once more in the tick its topics became known (else it waited for the next event
-        # or reconcile, seen under load as an offset never mirrored)
-        before = self._topic_unknown
-        self._topic_unknown = {g for g in before | active if pic.unknown_topics(pic.views.get(g))}
-        return active | before | self._topic_unknown
-
-    def _not_kafka_mode(self) -> set[str]:
-        """The groups recorded in a storage mode other than kafka (derived again when the
-        records were read again: every tick at 10,000 groups was 1 % of the main thread)."""
-        # the records inferred in a tick are added to the same dict: its size says so
-        if self.records is not self._modes_of or len(self.records) != self._modes_n:
-            self._modes_of, self._modes_n = self.records, len(self.records)
-            self._others = {
-                g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA
-            }
-        return self._others
 
     def _answer_sync_requests(self, requests: dict[str, tuple[str, int]]) -> None:
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as

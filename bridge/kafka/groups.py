@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
+from functools import lru_cache
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
@@ -113,10 +114,17 @@ def read_offsets(admin: KafkaAdminClient, groups: list[str]) -> dict[str, dict |
     return {g: off if isinstance(off, str) else _committed(off) for g, off in raw.items()}
 
 
+@lru_cache(maxsize=1 << 20)
+def _partition(topic: str, partition: int) -> TopicPartition:
+    """One key object per partition, shared by every group's offsets: at 10,000 groups
+    committing to one topic of 100 partitions, 100 objects held instead of a million."""
+    return TopicPartition(topic, partition)
+
+
 def _committed(fetched: dict) -> dict[TopicPartition, int]:
     """OffsetFetch's answer for one group without the partitions that have no commit."""
     return {
-        TopicPartition(tp.topic, tp.partition): om.offset
+        _partition(tp.topic, tp.partition): om.offset
         for tp, om in fetched.items()
         if om is not None and om.offset is not None and om.offset >= 0
     }

@@ -1,0 +1,109 @@
+"""Which groups a tick of the groups flow reconciles, with a follower of
+``__consumer_offsets``: the ones that may have changed, not every group.
+
+The groups the group APIs were just asked about (records named them, a forced sync, the
+page of a pass under way) but those found as they were last written (``settled``), and
+the groups whose nodes someone else writes every moment (old consumers registered, a
+storage mode other than kafka, groups only in ZooKeeper, proxies) or that are being
+deleted. At 10,000 groups every set here is derived again only when its inputs changed
+(``flows.zk_groups``, ``flows.settled``). A mixin of ``GroupMirrorFlow``, whose state it
+reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
+
+from bridge.decide.migration import GroupRecord, StorageMode
+from bridge.flows.coexist import Coexistence
+from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
+from bridge.flows.settled import SettledGroups
+from bridge.flows.zk_groups import ZkGroups
+from bridge.kafka.offsets_log import OffsetsLogFollower
+
+if TYPE_CHECKING:
+    from bridge.flows.groups import Decided
+
+
+class GroupScope:
+    """The scope half of ``GroupMirrorFlow`` (which sets these attributes)."""
+
+    follower: OffsetsLogFollower | None
+    kafka: KafkaGroupsReader
+    coexist: Coexistence | None
+    settled: SettledGroups
+    zk_groups: ZkGroups
+    records: dict[str, tuple[GroupRecord, int]]
+    #: groups naming a topic not (yet) in the picture's topics: decided every tick
+    _topic_unknown: set[str]
+    _modes_of: object
+    _modes_n: int
+    _others: set[str]
+    _mode_of: Callable[[str], StorageMode | None]  # GroupStorageModes'
+
+    def _scope(
+        self,
+        pic: KafkaPicture,
+        zk_groups: AbstractSet[str],
+        mirrored: set[str],
+        owned: AbstractSet[str],
+        requests: dict[str, tuple[str, int]],
+    ) -> set[str] | None:
+        """The groups this tick reconciles; None (every group) without a follower.
+
+        With one: the groups the group APIs were just asked about, those whose nodes
+        someone else writes every moment (old consumers registered, a storage mode other
+        than kafka, groups only in ZooKeeper, proxies), deleted groups, groups a forced
+        sync asks about; and the page of the pass under way (read this tick, with the
+        others in ``reread_now``)."""
+        if self.follower is None or not self.follower.assigned:
+            return None
+        # read again and found as they were, and decided and written so since: skipped
+        same = self.settled.unchanged(self.kafka.same_view)
+        active = (self.kafka.reread_now | set(self.kafka.page_now)) - same
+        active |= set(requests) | self.settled.take_due()
+        active |= (mirrored - pic.wanted_set) | (mirrored & pic.dead)  # being deleted
+        active |= zk_groups - pic.kinds.keys()
+        active |= self.zk_groups.with_old_consumers(owned, fresh=bool(requests))
+        active |= self._not_kafka_mode()
+        if self.coexist is not None:
+            active |= self.coexist.groups()
+        # a group listed but not read yet (a cold start's pass) is read in the next tick,
+        # and decided then: undescribed, a group read as one with no members (its proxies
+        # would leave)
+        if unread := active & pic.unread:
+            self.kafka.dirty |= unread
+            self.kafka.reshaped |= unread
+            active -= unread
+        # a topic created a moment ago may not be in the topics read yet: such a group is
+        # decided again each tick until it is (topics are read every full_interval_s), and
+        # once more in the tick its topics became known (else it waited for the next event
+        # or reconcile, seen under load as an offset never mirrored)
+        before = self._topic_unknown
+        self._topic_unknown = {g for g in before | active if pic.unknown_topics(pic.views.get(g))}
+        return active | before | self._topic_unknown
+
+    def _not_kafka_mode(self) -> set[str]:
+        """The groups recorded in a storage mode other than kafka (derived again when the
+        records were read again: every tick at 10,000 groups was 1 % of the main thread)."""
+        # the records inferred in a tick are added to the same dict: its size says so
+        if self.records is not self._modes_of or len(self.records) != self._modes_n:
+            self._modes_of, self._modes_n = self.records, len(self.records)
+            self._others = {
+                g for g, (r, _) in self.records.items() if r.mode is not StorageMode.KAFKA
+            }
+        return self._others
+
+    def _settled_now(self, decided: Decided) -> set[str]:
+        """The kafka-mode groups decided and written in full by this tick (mirrored, on
+        topics known): their decision changes only with their view, nodes or topics."""
+        return {
+            g
+            for g in decided.suggested
+            if g not in decided.mixed
+            and g not in decided.skipped
+            and g not in self._topic_unknown
+            and self._mode_of(g) is StorageMode.KAFKA
+        }
