@@ -40,7 +40,10 @@ class ZkGroups:
     ) -> None:
         self.reader = reader
         self.filter = wanted
+        self.watched = watched
         self._fired = watched.counter(_lists_who)
+        #: groups whose /ids holds no watch (absent when read): read again every tick
+        self._unwatched: list[str] = []
         #: bumped when the filter answers otherwise (the shares held changed)
         self.generation = 0
         self._listed: list[str] | None = None
@@ -72,4 +75,17 @@ class ZkGroups:
             registered = self.reader.consumer_ids(self.groups)
             self.legacy = {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
             self._legacy_key = key  # counted before the read: a watch fired during it counts
+            self._unwatched = self._without_watch(self.groups)
+        elif self._unwatched:  # an /ids absent when read fires nothing once created
+            for g, ids in self.reader.consumer_ids(self._unwatched).items():
+                if legacy_members(g, ids, owned):
+                    self.legacy.add(g)
+                else:
+                    self.legacy.discard(g)
+            self._unwatched = self._without_watch(self._unwatched)
         return self.legacy
+
+    def _without_watch(self, groups: list[str]) -> list[str]:
+        paths = {g: zkpaths.consumer_ids_path(g) for g in groups}
+        held = self.watched.held(paths.values())
+        return [g for g, p in paths.items() if p not in held]

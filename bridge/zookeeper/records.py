@@ -89,7 +89,12 @@ class WatchedRecords:
                     hit = (stat.mzxid, None)
             decoded[g] = hit
         self._decoded = decoded
-        self._seen = seen  # as counted before the read: a watch fired during it counts
+        # as counted before the read (a watch fired during it counts); kept only when
+        # every list and record read holds a watch (no records yet: no directory to
+        # watch, and the first ones made would not fire anything)
+        paths = [f"{self.base}/{g}" for g in decoded]
+        whole = self.children.held([self.base]) and len(self.data.held(paths)) == len(paths)
+        self._seen = seen if whole else None
         self._last = {g: entry for g, (_, entry) in decoded.items() if entry is not None}
         return self._last
 

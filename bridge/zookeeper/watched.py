@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -129,6 +129,13 @@ class _Watched:
         the chroot.)"""
         full = (self.zk.chroot or "") + path
         return self._fired in getattr(self.zk, self._table).get(full, ())
+
+    def held(self, paths: Iterable[str]) -> set[str]:
+        """Of ``paths``, the ones whose answer is held (its watch armed): a path that did
+        not exist when read, or could not be read, has no watch, and nothing fires when
+        it changes (what was derived from it must be read again)."""
+        with self._lock:
+            return {p for p in paths if p in self._cache}
 
     def counter(self, matches: Callable[[str], bool]) -> FireCounter:
         """A count of the watches fired on paths ``matches`` keeps, and of every

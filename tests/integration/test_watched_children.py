@@ -15,8 +15,10 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
+from bridge.decide.migration import GroupRecord, StorageMode, Transition
 from bridge.zookeeper.reader import ConsumerTreeReader
-from bridge.zookeeper.watched import WatchedChildren
+from bridge.zookeeper.records import WatchedRecords, record_path
+from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
@@ -144,3 +146,23 @@ def test_the_reconcile_lists_again(zk) -> None:
     watched.expire_some(1)  # the next tick's: the other
     assert reader.consumer_ids(["g"]) == {"g": ["g_a"]} and reader.groups() == ["g"]
     assert watched.listed == 4
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["checked", "negative-control"])
+def test_the_first_records_made_where_none_were_are_read(zk, other, monkeypatch, held):
+    """The storage-mode records are derived again only when a watch on them fired, but
+    ZooKeeper arms no watch on a directory that does not exist: the first record made
+    (by ``zk-bridge migrate``, another bridge) fired nothing. A read that did not hold a
+    watch on every list and record is made again. Negative control: with every path taken
+    as held, the record made later is never read."""
+    root = "/kzb-records"
+    records = WatchedRecords(root, WatchedChildren(zk), WatchedData(zk))
+    if not held:
+        monkeypatch.setattr(records.children, "held", lambda paths: set(paths))
+    assert records.read() == {}
+    made = GroupRecord(StorageMode.DUAL, [Transition(1, "operator", "kafka", "dual", [])])
+    other.create(record_path(root, "g"), made.encode(), makepath=True)
+    assert ("g" in records.read()) is held
+    if held:  # from then on every record holds a watch: a change fires and is read
+        other.set(record_path(root, "g"), GroupRecord(StorageMode.KAFKA, []).encode())
+        wait_for(lambda: records.read()["g"][0].mode is StorageMode.KAFKA, 10, what="read")

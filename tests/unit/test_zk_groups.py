@@ -16,14 +16,20 @@ class _Reader:
 
     def __init__(self) -> None:
         self.listing = ["a", "b", "skip"]
-        self.ids = {"a": ["a_old-1"], "b": ["b_bridge-1"]}
+        self.ids = {"a": ["a_old-1"], "b": ["b_bridge-1"]}  # a group absent here: no /ids
         self.reads = 0
+        self.watched: WatchedChildren | None = None
 
     def groups(self) -> list[str]:
         return self.listing
 
     def consumer_ids(self, groups):
+        """As through the watched cache: an /ids that exists is held (its watch armed)."""
         self.reads += 1
+        assert self.watched is not None
+        for g in groups:
+            if g in self.ids:
+                self.watched._cache[f"/consumers/{g}/ids"] = self.ids[g]
         return {g: self.ids.get(g, []) for g in groups}
 
 
@@ -35,6 +41,7 @@ def _world():
     reader = _Reader()
     zk = SimpleNamespace(chroot="", _child_watchers={})
     watched = WatchedChildren(zk)  # type: ignore[arg-type]
+    reader.watched = watched
     sets = ZkGroups(reader, watched, lambda g: g != "skip")  # type: ignore[arg-type]
     owned = {"/consumers/b/ids/b_bridge-1"}  # the bridge's own registration
     return reader, watched, sets, owned
@@ -80,10 +87,30 @@ def test_the_reconcile_forgets_answers_a_batch_a_tick_and_derives_again():
     sets.with_old_consumers(owned)
     watched.expire()
     watched.expire()  # one under way is not started over
-    watched.expire_some(1)
-    assert len(watched) == 1
+    watched.expire_some(1)  # /consumers/a/ids
+    assert len(watched) == 2
     sets.with_old_consumers(owned)
-    assert reader.reads == 2  # /consumers/a/ids was forgotten: derived again
-    watched.expire_some(1)
+    assert reader.reads == 2  # a list that says who is there was forgotten: derived again
+    watched.expire_some(1)  # /consumers/a/offsets
     sets.with_old_consumers(owned)
-    assert len(watched) == 0 and reader.reads == 2  # an offsets list: not who is there
+    assert reader.reads == 2  # an offsets list: not who is there
+    watched.expire_some(1)  # /consumers/b/ids
+    sets.with_old_consumers(owned)
+    assert reader.reads == 3
+
+
+def test_an_ids_list_absent_when_read_is_read_again_each_tick():
+    """ZooKeeper arms no watch on an absent node: an old consumer creating a group's /ids
+    later fires nothing, so such a group's /ids is read again every tick (only it)."""
+    reader, _watched, sets, owned = _world()
+    reader.listing = ["a", "b", "c"]
+    sets.listed()
+    assert sets.with_old_consumers(owned) == {"a"}
+    reads = reader.reads
+    sets.with_old_consumers(owned)
+    assert reader.reads == reads + 1  # c alone, read again
+    reader.ids["c"] = ["c_old-1"]  # an old consumer registered: nothing fired
+    assert sets.with_old_consumers(owned) == {"a", "c"}
+    reads = reader.reads
+    sets.with_old_consumers(owned)
+    assert reader.reads == reads  # c's /ids now holds a watch: nothing read
