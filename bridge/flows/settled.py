@@ -28,6 +28,8 @@ class SettledGroups:
         self._partitions: Mapping[str, int] | None = None
         #: groups found changed in ZooKeeper: decided in the next tick
         self.due: set[str] = set()
+        #: the due groups a tick took: due no more once that tick wrote (``written``)
+        self._taken: set[str] = set()
 
     def unchanged(self, same_view: Iterable[str]) -> set[str]:
         """Of the groups read again with the same view, the settled ones: nothing to do."""
@@ -38,7 +40,10 @@ class SettledGroups:
         self.groups.difference_update(groups)
 
     def written(self, groups: Iterable[str]) -> None:
+        """The tick wrote its decisions: ``groups`` are settled, the due ones it took done."""
         self.groups.update(groups)
+        self.due -= self._taken
+        self._taken = set()
 
     def drifted(self, groups: Iterable[str]) -> None:
         """Their nodes were not as known: decided again in the next tick."""
@@ -57,5 +62,7 @@ class SettledGroups:
         self.groups.clear()
 
     def take_due(self) -> set[str]:
-        due, self.due = self.due, set()
-        return due
+        """The groups due now; they stay due until a tick that took them wrote (a tick
+        that failed left them for the next one, not for the next pass)."""
+        self._taken = set(self.due)
+        return set(self._taken)
