@@ -23,7 +23,7 @@ from bridge.flows.paging import ReconcilePass
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
-from bridge.kafka.views import GroupView, ListedGroup
+from bridge.kafka.views import COMPLETING_REBALANCE, CONSUMER, GroupView, ListedGroup
 from zkpaths import TopicPartition
 
 #: the groups flow's logger: its reads are the flow's lines
@@ -259,9 +259,11 @@ class KafkaGroupsReader:
                 continue
             unread.discard(g)
             gone = view.state == "Dead" and not view.offsets
-            if not self.ahead.behind(g, view.offsets, gone):
+            completing = self._completing(view)
+            if not self.ahead.behind(g, view.offsets, gone, completing):
                 self.dirty.discard(g)  # else read again: the coordinator lagged its log
-            self.reshaped.discard(g)
+            if not completing:  # else described again: an OffsetFetch shows no state
+                self.reshaped.discard(g)
             self.reread_now.add(g)
             if pic.views.get(g) == view:
                 self.same_view.add(g)
@@ -288,6 +290,13 @@ class KafkaGroupsReader:
         return KafkaPicture(
             kinds, wanted, views, partitions, read_at, frozenset(unread), frozenset(dead)
         )
+
+    def _completing(self, view: GroupView) -> bool:
+        """A classic group waiting for its generation to be stored (``flows.log_ahead``),
+        but one whose leader is this bridge's own proxy holding its SyncGroup: that one is
+        described every tick while held, and its record comes when it syncs."""
+        held = self.coexist is not None and view.group_id in self.coexist.pending
+        return view.state == COMPLETING_REBALANCE and view.group_type != CONSUMER and not held
 
     def _read_changed(self, groups: list[str], before: dict[str, GroupView]) -> dict:
         """The groups read again: described and fetched (``_read_settled``), but those

@@ -8,6 +8,13 @@ offset before the commit, and no later record names it again: its ZooKeeper node
 behind until the next reconcile (seen once in CI's burst: 20 partitions, 40 s). So each
 group keeps what its records said since it was last read in agreement with them, and stays
 to be read again (``LATE_RETRY_S`` apart) while a read disagrees, for at most ``LATE_FOR_S``.
+
+A classic group's rebalance has the same gap: the coordinator appends the generation's
+GroupMetadata record on the leader's SyncGroup and turns the group Stable when the append
+completes. A group read in between is CompletingRebalance (kept as it was: its assignment
+is not final) and no later record names it; a mixed group's fences stayed up and its old
+consumer gave up rebalancing (seen once in CI). So a read in CompletingRebalance is behind
+its record too, and made again the same way.
 """
 
 from __future__ import annotations
@@ -46,33 +53,54 @@ class LogAhead:
         for group, offsets in said.items():
             self.said.setdefault(group, {}).update(offsets)
 
-    def behind(self, group: str, offsets: Mapping[TopicPartition, int], dead: bool) -> bool:
-        """Whether a read of ``group`` that answered ``offsets`` is behind its records (to
-        be read again). A read in agreement, or a dead group, forgets what they said."""
-        said = self.said.get(group)
-        if not said or dead:
-            self._forget(group)
-            return False
+    def behind(
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, int],
+        dead: bool,
+        completing: bool = False,
+    ) -> bool:
+        """Whether a read of ``group`` that answered ``offsets`` (and, ``completing``, the
+        state CompletingRebalance) is behind its records: to be read again. A read in
+        agreement, or a dead group, forgets what they said."""
+        said = {} if dead else self.said.get(group, {})
         late = {tp: off for tp, off in said.items() if offsets.get(tp) != _served(off)}
-        if not late:
+        if not late and (dead or not completing):
             self._forget(group)
             return False
-        self.said[group] = late
+        if late:
+            self.said[group] = late
+        else:
+            self.said.pop(group, None)
         now = time.monotonic()
         since = self.late_since.setdefault(group, now)
         if now - since < LATE_FOR_S:
             return True
-        tp, off = next(iter(late.items()))
-        log.warning(
-            "Kafka still answers offset %s for %s-%d where __consumer_offsets said %s, "
-            "after %.0f s: written as Kafka answers; the next reconcile reads it again",
-            *(offsets.get(tp), tp.topic, tp.partition, off, now - since),
-            extra={"group": group},
-        )
-        METRICS.node_problems.labels(flow="groups", kind="read_behind_log").inc()
+        self._give_up(group, offsets, late, now - since)
+        return False
+
+    def _give_up(
+        self, group: str, offsets: Mapping[TopicPartition, int], late: Said, waited_s: float
+    ) -> None:
+        """Written as Kafka answers, said once: the next record or reconcile reads it."""
+        if late:
+            tp, off = next(iter(late.items()))
+            log.warning(
+                "Kafka still answers offset %s for %s-%d where __consumer_offsets said %s, "
+                "after %.0f s: written as Kafka answers; the next reconcile reads it again",
+                *(offsets.get(tp), tp.topic, tp.partition, off, waited_s),
+                extra={"group": group},
+            )
+            METRICS.node_problems.labels(flow="groups", kind="read_behind_log").inc()
+        else:  # a leader that has not sent its SyncGroup: its record names the group then
+            log.info(
+                "still CompletingRebalance after %.0f s (its leader has not synced): "
+                "read again at its next record or reconcile",
+                waited_s,
+                extra={"group": group},
+            )
         self.given_up += 1
         self._forget(group)
-        return False
 
     def keep_only(self, groups: Iterable[str]) -> None:
         """Forget the groups not to be read again (filtered out, or their records were

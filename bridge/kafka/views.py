@@ -82,6 +82,8 @@ class MemberView:
 #: ListGroups' group types (v5, KIP-848) the bridge reads: a ``consumer`` group's members
 #: use ConsumerGroupHeartbeat (and classic members may join it), the broker assigns
 CLASSIC, CONSUMER = "classic", "consumer"
+#: a classic group whose leader's SyncGroup is being stored: Stable once the append completes
+COMPLETING_REBALANCE = "CompletingRebalance"
 
 
 @dataclass(frozen=True)
