@@ -27,6 +27,7 @@ from bridge.flows import Flow
 from bridge.flows.coexist import Coexistence
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.flows.registry import RegistryFlow
+from bridge.heap import LongLivedHeap
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
@@ -71,6 +72,8 @@ class Bridge:
         self._fence: ShareFence | None = None
         self._registry_writer: FencedWriter | None = None
         self._registry_here = False  # whether this bridge holds share 0 (and the registry)
+        #: frozen every few seconds, so full collections walk only what is new
+        self.heap = LongLivedHeap()
         # ---- read by /readyz (bridge.http) from its own thread ----
         #: "connecting" | "standby" | "leader" | "stopping"
         self.state = "connecting"
@@ -433,9 +436,11 @@ class Bridge:
         for flow, _ in flows:
             if hasattr(flow, "wake"):  # a watch fired: the flow runs now, not at its poll
                 flow.wake = partial(self._woken, due, flow.name)
+        self.heap.install()
         try:
             self._loop(flows, due, streaks, resync_every, last_resync)
         finally:
+            self.heap.uninstall()
             for flow, _ in flows:
                 if hasattr(flow, "close"):
                     flow.close()
@@ -488,5 +493,6 @@ class Bridge:
                         note = streaks[flow.name].failure(kind, time.monotonic())
                         if note is not None:
                             log.warning("%s flow tick failed: %s: %s%s", flow.name, kind, exc, note)
+            self.heap.between_ticks()
             self._idle(flows, due)
             self._wake.clear()

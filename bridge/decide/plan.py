@@ -7,7 +7,7 @@ is decided here: a node the bridge did not create is never set or deleted, only 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -154,7 +154,7 @@ def plan_writes(
     return plan
 
 
-def apply_to(current: dict[str, Node], op: ZkOp, version: int, session_id: int) -> None:
+def apply_to(current: MutableMapping[str, Node], op: ZkOp, version: int, session_id: int) -> None:
     """Update a known tree after ``op`` succeeded (``version`` is the node's new version)."""
     match op:
         case Create(path, data, ephemeral):

@@ -9,6 +9,7 @@ records and the offsets a tick left (for sync answers) stay the flow's own state
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kafka import KafkaAdminClient
@@ -54,7 +55,7 @@ class GroupStorageModes:
     watched_records: WatchedRecords
     #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
     _after: dict[str, dict[TopicPartition, tuple[int, int]]]
-    known: dict[str, Node]  # each owned (or decided) node as last read
+    known: Mapping[str, Node]  # each owned (or decided) node as last read
 
     def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
         """Groups that exist only in ZooKeeper, with offsets old consumers committed and no

@@ -34,8 +34,9 @@ from bridge.decide.groups import (
     legacy_members,
     next_gen_refusal,
 )
+from bridge.decide.known import KnownNodes
 from bridge.decide.migration import GroupRecord, StorageMode
-from bridge.decide.plan import Desired, Node
+from bridge.decide.plan import Desired
 from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.group_modes import GroupStorageModes
@@ -213,7 +214,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         return self.shares is None or self.shares.holds_group(group)
 
     @property
-    def known(self) -> dict[str, Node]:
+    def known(self) -> KnownNodes:
         """Each owned (or decided) node as last read: what plans are made against."""
         return self.tree.known
 

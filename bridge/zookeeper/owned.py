@@ -18,6 +18,7 @@ from functools import partial
 from kazoo.exceptions import NoNodeError
 
 import zkpaths
+from bridge.decide.known import KnownNodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
@@ -60,7 +61,7 @@ class OwnedTree:
         self.writer = writer
         self.scopes = scopes
         self.report = report
-        self.known: dict[str, Node] = {}
+        self.known: KnownNodes = KnownNodes()
         #: the paths in ``known`` the bridge does not own (read for a decision); every
         #: other known path is owned, so pruning ``known`` costs what this set holds
         self.foreign: set[str] = set()
@@ -109,7 +110,7 @@ class OwnedTree:
         Returns whether a verification was queued."""
         if not self.loaded:
             self.writer.ledger.load(self.zk, [], nodes=self.scopes)
-            self.known = read_nodes(self.zk, sorted(self.owned()))
+            self.known = KnownNodes(read_nodes(self.zk, sorted(self.owned())))
             self.foreign = set()
             self.pending = set(self.groups_where(held or (lambda g: True)))
             self.loaded = True

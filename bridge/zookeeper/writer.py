@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -147,7 +147,7 @@ class FencedWriter:
     def session_id(self) -> int:
         return self.client.client_id[0] if self.client.client_id else 0
 
-    def apply(self, ops: Sequence[ZkOp], known: dict[str, Node]) -> None:
+    def apply(self, ops: Sequence[ZkOp], known: MutableMapping[str, Node]) -> None:
         """Write ``ops`` in order, batch by batch, updating ``known`` as each batch lands.
 
         Batches are pipelined: all are sent before the first answer is awaited. ZooKeeper
@@ -248,7 +248,9 @@ class FencedWriter:
                 pending.discard(marker)
         return txn, (epochs, owners), slots, created
 
-    def _finish(self, batch, checked, slots, created, results, known: dict[str, Node]) -> None:
+    def _finish(
+        self, batch, checked, slots, created, results, known: MutableMapping[str, Node]
+    ) -> None:
         epochs, owners = checked
         _raise_fenced(epochs, results)
         for i, r in enumerate(results):
