@@ -5,9 +5,10 @@ Each tick the groups flow needs the groups under ``/consumers`` (passing its fil
 the ones with real old consumers under their ``/ids`` (they are reconciled every tick).
 Asking the watched cache about every group's ``/ids`` and filtering every group again cost
 about 15 % of the main thread at 10,000 groups, though neither changes unless ``/consumers``
-or an ``/ids`` list does, and each such change fires a watch. A tick that must see its own
-changes at once (a forced sync) derives them afresh; a group reconciled in a tick has its
-``/ids`` read through the cache as before (``ConsumerTreeReader.consumer_ids``).
+or an ``/ids`` list does, and each such change fires a watch: only what fired is read
+again. A tick that must see its own changes at once (a forced sync) derives them afresh; a
+group reconciled in a tick has its ``/ids`` read through the cache as before
+(``ConsumerTreeReader.consumer_ids``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,16 @@ def _lists_who(path: str) -> bool:
     )
 
 
+def _group_of(ids_path: str) -> str | None:
+    """``g`` of ``/consumers/<g>/ids``; None for ``/consumers`` itself."""
+    if ids_path == zkpaths.CONSUMERS:
+        return None
+    return ids_path[len(zkpaths.CONSUMERS) + 1 : -len("/ids")]
+
+
 class ZkGroups:
     """The groups under ``/consumers`` that ``wanted`` keeps, and the ones of them with old
-    consumers registered, each derived again only when its inputs changed."""
+    consumers registered, each derived again only for what changed."""
 
     def __init__(
         self,
@@ -50,7 +58,9 @@ class ZkGroups:
         self._listed_at = -1
         self.groups: list[str] = []
         self.group_set: frozenset[str] = frozenset()
-        self._legacy_key: tuple[int, int, int] | None = None
+        #: the groups ``legacy`` was derived for, and the filter's generation then
+        self._derived: frozenset[str] | None = None
+        self._derived_at = -1
         self.legacy: set[str] = set()
 
     def refilter(self) -> None:
@@ -64,25 +74,30 @@ class ZkGroups:
             self.groups = [g for g in listed if self.filter(g)]
             self.group_set = frozenset(self.groups)
             self._listed, self._listed_at = listed, self.generation
-            self._legacy_key = None
         return self.groups, self.group_set
 
     def with_old_consumers(self, owned: AbstractSet[str], fresh: bool = False) -> set[str]:
         """Of :meth:`listed`, the groups with consumer ids under ``/ids`` that the bridge did
-        not write (``owned``): real old consumers. ``fresh``: derived again regardless."""
-        key = (self._fired.value, self.generation, len(self.groups))
-        if fresh or key != self._legacy_key or self._listed is None:
-            registered = self.reader.consumer_ids(self.groups)
-            self.legacy = {g for g, ids in registered.items() if legacy_members(g, ids, owned)}
-            self._legacy_key = key  # counted before the read: a watch fired during it counts
-            self._unwatched = self._without_watch(self.groups)
-        elif self._unwatched:  # an /ids absent when read fires nothing once created
-            for g, ids in self.reader.consumer_ids(self._unwatched).items():
-                if legacy_members(g, ids, owned):
-                    self.legacy.add(g)
-                else:
-                    self.legacy.discard(g)
-            self._unwatched = self._without_watch(self._unwatched)
+        not write (``owned``): real old consumers. Read again: the groups listed since, the
+        ones whose ``/ids`` fired, and those whose ``/ids`` holds no watch; everything
+        after a lost connection, a change of filter, or when ``fresh``."""
+        fired = self._fired.take()  # before the reads: a watch firing during them counts
+        if fresh or fired is None or self._derived is None or self._derived_at != self.generation:
+            todo = self.groups
+            self.legacy = set()
+        else:
+            again = set(self._unwatched) | {g for g in map(_group_of, fired) if g is not None}
+            if self.group_set is not self._derived:
+                again |= self.group_set - self._derived
+                self.legacy &= self.group_set
+            todo = sorted(again & self.group_set)
+        self._derived, self._derived_at = self.group_set, self.generation
+        for g, ids in (self.reader.consumer_ids(todo) if todo else {}).items():
+            if legacy_members(g, ids, owned):
+                self.legacy.add(g)
+            else:
+                self.legacy.discard(g)
+        self._unwatched = self._without_watch(todo)
         return self.legacy
 
     def _without_watch(self, groups: list[str]) -> list[str]:

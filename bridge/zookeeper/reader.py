@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.exceptions import NoAuthError
 
 import zkpaths
+from bridge.zookeeper.answers import ABSENT, answer
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 from zkpaths.dialects import Member, decode_member, pykafka, storm
@@ -147,13 +148,14 @@ class ConsumerTreeReader:
             chunk = paths[start : start + self.window]
             for path, result in [(p, call(p)) for p in chunk]:
                 try:
-                    out[path] = result.get()
-                except NoNodeError:
-                    continue  # deleted while we read: as if never there
+                    got = answer(result)
                 except NoAuthError:
                     self.report(
                         NodeProblem(path, f"this identity may not {verb} it (ZooKeeper ACL)")
                     )
+                    continue
+                if got is not ABSENT:  # else deleted while we read: as if never there
+                    out[path] = got
         return out
 
     def children(self, paths: Sequence[str]) -> dict[str, list[str]]:

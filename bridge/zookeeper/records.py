@@ -13,10 +13,12 @@ from collections import Counter
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from bridge.decide.migration import GroupRecord, StorageMode, Transition
 from bridge.decide.plan import Create, SetData
-from bridge.zookeeper.watched import WatchedChildren, WatchedData, children_data
+from bridge.zookeeper.answers import ABSENT, answer
+from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, OperatorWriter, missing_parents
 
 log = logging.getLogger(__name__)
@@ -40,14 +42,19 @@ def read_records(zk: KazooClient, root: str) -> dict[str, tuple[GroupRecord, int
     pending = [(g, zk.get_async(f"{base}/{g}")) for g in groups]
     out: dict[str, tuple[GroupRecord, int]] = {}
     for g, result in pending:
-        try:
-            data, stat = result.get()
-            out[g] = (GroupRecord.decode(data), stat.version)
-        except NoNodeError:
+        got = answer(result)
+        if got is ABSENT:
             continue
+        data, stat = got
+        try:
+            out[g] = (GroupRecord.decode(data), stat.version)
         except ValueError as exc:
             log.warning("unreadable storage-mode record: %s", exc, extra={"group": g})
     return out
+
+
+#: a group's record and its znode version
+Entry = tuple[GroupRecord, int]
 
 
 class WatchedRecords:
@@ -66,37 +73,67 @@ class WatchedRecords:
         def mine(path: str) -> bool:
             return path == self.base or path.startswith(below)
 
-        #: the records' watches fired since the last read: none, the last answer holds (at
-        #: 10,000 groups asking the cache about each record was 6 % of the main thread)
+        #: the records' watches fired since the last read: only those records are read
+        #: again (at 10,000 groups asking the cache about each record was 6 % of the main
+        #: thread, and a cold start creates records every tick)
         self._fired = (children.counter(mine), data.counter(mine))
-        self._seen: tuple[int, int] | None = None
+        #: whether the last answer is whole: every list and record read held a watch
+        self._whole = False
         self._last: dict[str, tuple[GroupRecord, int]] = {}
 
     def read(self, fresh: bool = False) -> dict[str, tuple[GroupRecord, int]]:
-        """Every group's record; the last answer again while no record's watch fired
-        (``fresh``: asked of the cache path by path, as for a forced sync)."""
-        seen = (self._fired[0].value, self._fired[1].value)
-        if seen == self._seen and not fresh:
+        """Every group's record: the last answer with the records whose watches fired
+        read again (``fresh``: every record asked of the cache, as for a forced sync)."""
+        listed, changed = (counter.take() for counter in self._fired)
+        if fresh or not self._whole or listed is None or changed is None:
+            names = self.children.children([self.base])[self.base]
+            self._decoded = {g: self._decoded[g] for g in names if g in self._decoded}
+            self._last = {}
+            todo = names
+        elif not listed and not changed:
             return self._last
-        decoded: dict[str, tuple[int, tuple[GroupRecord, int] | None]] = {}
-        for g, (data, stat) in children_data(self.children, self.data, self.base).items():
+        else:
+            self._last = dict(self._last)  # a new answer; the last one stays as it was
+            todo = [p[len(self.base) + 1 :] for p in changed if p != self.base]
+            if listed:
+                names = set(self.children.children([self.base])[self.base])
+                for g in self._decoded.keys() - names:
+                    self._forget(g)
+                todo += names - self._decoded.keys()
+        paths = [f"{self.base}/{g}" for g in dict.fromkeys(todo)]
+        got = self.data.get(paths)
+        for path in paths:
+            g = path[len(self.base) + 1 :]
+            if path not in got:
+                self._forget(g)  # deleted meanwhile
+                continue
+            data, stat = got[path]
             hit = self._decoded.get(g)
             if hit is None or hit[0] != stat.mzxid:
-                try:
-                    hit = (stat.mzxid, (GroupRecord.decode(data), stat.version))
-                except ValueError as exc:
-                    log.warning("unreadable storage-mode record: %s", exc, extra={"group": g})
-                    hit = (stat.mzxid, None)
-            decoded[g] = hit
-        self._decoded = decoded
-        # as counted before the read (a watch fired during it counts); kept only when
-        # every list and record read holds a watch (no records yet: no directory to
-        # watch, and the first ones made would not fire anything)
-        paths = [f"{self.base}/{g}" for g in decoded]
-        whole = self.children.held([self.base]) and len(self.data.held(paths)) == len(paths)
-        self._seen = seen if whole else None
-        self._last = {g: entry for g, (_, entry) in decoded.items() if entry is not None}
+                hit = self._decoded[g] = self._decode(g, data, stat)
+            if hit[1] is not None:
+                self._last[g] = hit[1]
+        # kept only when the list and every record read holds a watch (no records yet: no
+        # directory to watch, and the first ones made would not fire anything); a read of
+        # some records follows a whole one: those not read again kept their watches, and
+        # one deleted meanwhile comes back through the list's
+        present = [p for p in paths if p in got]
+        held = self.children.held([self.base]) and len(self.data.held(present)) == len(present)
+        self._whole = held
         return self._last
+
+    def _forget(self, g: str) -> None:
+        self._decoded.pop(g, None)
+        self._last.pop(g, None)
+
+    @staticmethod
+    def _decode(g: str, data: bytes, stat: ZnodeStat) -> tuple[int, Entry | None]:
+        """A record's mzxid and decoding; None when unreadable (logged once per change)."""
+        try:
+            return stat.mzxid, (GroupRecord.decode(data), stat.version)
+        except ValueError as exc:
+            log.warning("unreadable storage-mode record: %s", exc, extra={"group": g})
+            return stat.mzxid, None
 
 
 def create_record(

@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.exceptions import NoAuthError
 from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 from bridge.decide.plan import Node
+from bridge.zookeeper import answers
 
 #: requests in flight at once, as the reader's window
 WINDOW = 512
@@ -41,9 +42,11 @@ _GONE = object()
 
 
 class FireCounter:
-    """How many watches fired on the paths ``matches`` keeps (and clears): an answer derived
-    from many cached reads (every group's ``/ids``, every storage-mode record) is kept
-    while ``value`` is the same, instead of asking the cache about each path every tick.
+    """Which watches fired on the paths ``matches`` keeps (and whether every answer was
+    forgotten at once): an answer derived from many cached reads (every group's ``/ids``,
+    every storage-mode record) is derived again only for the paths that changed, instead
+    of asking the cache about each path every tick (at 10,000 groups, during a cold start
+    that creates groups and records every tick, that was 18 % of the main thread).
 
     It counts when kazoo *calls* the watch, a moment after its reader thread took the
     watch off: a derivation made in between is one tick late, and the call then wakes the
@@ -53,6 +56,27 @@ class FireCounter:
     def __init__(self, matches: Callable[[str], bool]) -> None:
         self.matches = matches
         self.value = 0
+        self._lock = threading.Lock()
+        self._paths: set[str] = set()
+        self._everything = False
+
+    def fired(self, path: str | None) -> None:
+        """A watch on ``path`` fired (None: every answer was forgotten)."""
+        with self._lock:
+            self.value += 1
+            if path is None:
+                self._everything = True
+            else:
+                self._paths.add(path)
+
+    def take(self) -> set[str] | None:
+        """The paths fired since the last take; None when every answer was forgotten
+        meanwhile (derive everything again). Take it before reading: a watch that fires
+        during the read is in the next take."""
+        with self._lock:
+            paths, everything = self._paths, self._everything
+            self._paths, self._everything = set(), False
+        return None if everything else paths
 
 
 class _Watched:
@@ -110,13 +134,14 @@ class _Watched:
             for path, result in pending:
                 self.listed += 1
                 try:
-                    answer = self._answer(result.get())
-                except NoNodeError:
-                    continue  # no watch is armed on an absent node: never cached
+                    got = answers.answer(result)
                 except NoAuthError:
                     if denied is not None:
                         denied(path)
                     continue
+                if got is answers.ABSENT:
+                    continue  # no watch is armed on an absent node: never cached
+                answer = self._answer(got)
                 with self._lock:
                     # armed by this very read: a change since fires it, and _fired drops it
                     if (self._fired_count.get(path, 0), self._cleared) == marks[path]:
@@ -165,7 +190,7 @@ class _Watched:
             self._taken_off.clear()
             self._cleared += 1
             for counter in self._counters:
-                counter.value += 1
+                counter.fired(None)
 
     def expire(self) -> None:
         """Forget every answer held now, ``EXPIRE_PER_TICK`` at a time (:meth:`expire_some`,
@@ -186,7 +211,7 @@ class _Watched:
                 if self._cache.pop(path, _GONE) is not _GONE:
                     for counter in self._counters:
                         if counter.matches(path):
-                            counter.value += 1
+                            counter.fired(path)
 
     def __len__(self) -> int:
         with self._lock:
@@ -210,7 +235,7 @@ class _Watched:
         with self._lock:
             for counter in self._counters:
                 if counter.matches(event.path):
-                    counter.value += 1
+                    counter.fired(event.path)
             early = event.path in self._taken_off
             self._taken_off.discard(event.path)
             if not self._armed(event.path):

@@ -26,6 +26,7 @@ from kazoo.exceptions import (
 
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
 from bridge.metrics import METRICS
+from bridge.zookeeper.answers import ABSENT, answer
 from bridge.zookeeper.fence import Epoch, Fenced, ShareFence
 from bridge.zookeeper.owned_paths import OwnedPaths
 
@@ -96,11 +97,11 @@ class Ledger:
             ]
             frontier = []
             for m, data_async, children_async in reads:
-                try:
-                    data, _ = data_async.get()
-                    children = children_async.get() if children_async is not None else []
-                except NoNodeError:
+                got = answer(data_async)
+                children = answer(children_async) if children_async is not None else []
+                if got is ABSENT or children is ABSENT:
                     continue
+                data, _ = got
                 self.markers.add(m)
                 legacy = m[len(self.base) :] or "/"
                 if data == OWNED:
@@ -398,10 +399,10 @@ def read_nodes(client: KazooClient, paths: Iterable[str]) -> dict[str, Node]:
     pending = [(p, client.get_async(p)) for p in paths]
     out: dict[str, Node] = {}
     for path, result in pending:
-        try:
-            data, stat = result.get()
-        except NoNodeError:
+        got = answer(result)
+        if got is ABSENT:
             continue
+        data, stat = got
         out[path] = Node(data or b"", stat.version, stat.ephemeralOwner, stat.numChildren)
     return out
 
@@ -411,8 +412,6 @@ def children(client: KazooClient, paths: Iterable[str]) -> dict[str, list[str]]:
     pending = [(p, client.get_children_async(p)) for p in paths]
     out: dict[str, list[str]] = {}
     for path, result in pending:
-        try:
-            out[path] = sorted(result.get())
-        except NoNodeError:
-            out[path] = []
+        got = answer(result)
+        out[path] = [] if got is ABSENT else sorted(got)
     return out

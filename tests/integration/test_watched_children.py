@@ -166,3 +166,40 @@ def test_the_first_records_made_where_none_were_are_read(zk, other, monkeypatch,
     if held:  # from then on every record holds a watch: a change fires and is read
         other.set(record_path(root, "g"), GroupRecord(StorageMode.KAFKA, []).encode())
         wait_for(lambda: records.read()["g"][0].mode is StorageMode.KAFKA, 10, what="read")
+
+
+class _AskedData(WatchedData):
+    """The data cache, counting the paths asked of it."""
+
+    asked = 0
+
+    def get(self, paths, denied=None):
+        self.asked += len(paths)
+        return super().get(paths, denied)
+
+
+def test_records_made_changed_or_deleted_are_read_alone(zk, other) -> None:
+    """A cold start creates records every tick: each read asked the cache about every
+    record again. Only the records whose watches fired are read from ZooKeeper now, and
+    the answer is the same as a fresh read of every record (the reference)."""
+    root = "/kzb-records-some"
+    dual = GroupRecord(StorageMode.DUAL, [Transition(1, "operator", "kafka", "dual", [])])
+    for i in range(40):
+        other.create(record_path(root, f"g{i}"), dual.encode(), makepath=True)
+    data = _AskedData(zk)
+    records = WatchedRecords(root, WatchedChildren(zk), data)
+    assert set(records.read()) == {f"g{i}" for i in range(40)}
+    assert set(records.read()) == {f"g{i}" for i in range(40)}  # nothing fired
+    assert data.asked == 40
+    other.create(record_path(root, "g40"), dual.encode())
+    other.set(record_path(root, "g3"), GroupRecord(StorageMode.KAFKA, []).encode())
+    other.delete(record_path(root, "g7"))
+
+    def reference() -> dict:
+        return WatchedRecords(root, WatchedChildren(other), WatchedData(other)).read()
+
+    wait_for(lambda: records.read() == reference(), 10, what="the changes read")
+    assert records.read()["g3"][0].mode is StorageMode.KAFKA and "g7" not in records.read()
+    # g40 and g3 (each again when read before its watch was called); every record was
+    # asked of the cache at each read before
+    assert data.asked - 40 <= 6
