@@ -478,7 +478,8 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
                 sync.answer(self.writer, self.root, g, request, self._after[g])
 
     def close(self) -> None:
-        """The term ended: no copy into Kafka is sent after this."""
+        """The term ended: no copy into Kafka is sent after this, no page read started."""
+        self.kafka.close()
         if self.copies is not None:
             self.copies.close()
 

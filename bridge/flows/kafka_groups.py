@@ -13,13 +13,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Protocol
 
 from kafka import KafkaAdminClient
 
 from bridge.flows.log_ahead import LogAhead
-from bridge.flows.paging import ReconcilePass
+from bridge.flows.paging import PagePrefetch, ReconcilePass
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
@@ -99,6 +99,8 @@ class KafkaGroupsReader:
         #: page; ``_relist``: a resync asked for the next pass
         self._pass: ReconcilePass | None = None
         self.page_now: list[str] = []
+        #: the pass's next page, read from Kafka off this thread
+        self._prefetch = PagePrefetch()
         self._relist = False
         #: each group's type as last listed (classic, consumer), for describing it again
         self._types: dict[str, str] = {}
@@ -161,11 +163,12 @@ class KafkaGroupsReader:
         self.ahead.add(follower.take_said())
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now, self.same_view = set(), set()
-        if self._pass is not None and self._pass.finished:  # its last page was written
+        if self._pass is not None and not self.reconciling():  # its last page was written
             self._close_pass()
         if pic is None or self._relist:
             pic = self._listed(pic)
             self._pass, self._relist = ReconcilePass(pic.wanted), False
+            self._prefetch.drop()
         elif self._pass is None and time.monotonic() - pic.read_at >= self.full_interval_s:
             # ListGroups answers per coordinator: a group the listing missed, or one gone,
             # is read again (not during a pass: it just listed; at 10,000 groups a listing
@@ -175,14 +178,30 @@ class KafkaGroupsReader:
         # states are in no record). Every group was, once: at 10,000 groups that was a
         # full read per tick while any hand-over waited.
         self._ask(set(list(self.coexist.pending)) if self.coexist is not None else set())
-        self.page_now = self._pass.take(pic.views) if self._pass is not None else []
-        # read just before their decision; groups of other protocols (Connect) only listed
-        self._ask({g for g in self.page_now if pic.kinds.get(g) in ("consumer", "")})
-        pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)))
+        self.page_now, prefetched = self._prefetched()
+        self._prefetch.touched(self.dirty)  # read by this tick: newer than the page's read
+        pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)), prefetched)
         if self._pass is not None:
             self._pass.read(self.page_now, pic.views)
+            if not self._prefetch.pending and not self._pass.finished:
+                page = self._pass.take(pic.views)
+                # groups of other protocols (Connect) are only listed
+                ask = [g for g in page if self._describes(pic, g)]
+                self._prefetch.start(page, ask, partial(self._read_settled, before=pic.views))
         self.picture = pic
         return pic
+
+    def _describes(self, pic: KafkaPicture, group: str) -> bool:
+        return pic.kinds.get(group) in ("consumer", "")
+
+    def _prefetched(self) -> tuple[list[str], dict[str, GroupView]]:
+        """The page whose read ended (``PagePrefetch``), decided in this tick, and its views
+        still usable; the page's groups touched since are read by this tick."""
+        if not self._prefetch.ready():
+            return [], {}
+        page, views, left = self._prefetch.take()
+        self._ask(left)
+        return page, views  # type: ignore[return-value]
 
     def _ask(self, groups: set[str]) -> None:
         """Describe and fetch ``groups`` in this tick's read."""
@@ -246,7 +265,9 @@ class KafkaGroupsReader:
             kinds, wanted, views, partition_counts(self.admin), time.monotonic(), dead=dead
         )
 
-    def _reread(self, pic: KafkaPicture, groups: list[str]) -> KafkaPicture:
+    def _reread(
+        self, pic: KafkaPicture, groups: list[str], prefetched: Mapping[str, GroupView]
+    ) -> KafkaPicture:
         """``pic`` with ``groups`` described again (topics too, every ``full_interval_s``:
         a topic's records are not in ``__consumer_offsets``). A group Kafka no longer has
         leaves the picture; one that could not be read stays dirty and as it was."""
@@ -254,15 +275,21 @@ class KafkaGroupsReader:
         self.reshaped &= self.dirty
         kinds, views, unread = dict(pic.kinds), dict(pic.views), set(pic.unread)
         dead = set(pic.dead)
-        for g, view in self._read_changed(groups, pic.views).items():
+        read = {g: v for g, v in prefetched.items() if self.filter(g)}
+        read.update(self._read_changed(groups, pic.views) if groups else {})
+        for g, view in read.items():
             if view.error:
                 continue
             unread.discard(g)
             gone = view.state == "Dead" and not view.offsets
             completing = self._completing(view)
-            if not self.ahead.behind(g, view.offsets, gone, completing):
-                self.dirty.discard(g)  # else read again: the coordinator lagged its log
-            if not completing:  # else described again: an OffsetFetch shows no state
+            if self.ahead.behind(g, view.offsets, gone, completing):
+                self.dirty.add(g)  # read again: the coordinator lagged its log
+            else:
+                self.dirty.discard(g)
+            if completing:  # described again: an OffsetFetch shows no state
+                self.reshaped.add(g)
+            else:
                 self.reshaped.discard(g)
             self.reread_now.add(g)
             if pic.views.get(g) == view:
@@ -354,7 +381,11 @@ class KafkaGroupsReader:
 
     def reconciling(self) -> bool:
         """A pass is under way (groups listed, pages left to read and decide)."""
-        return self._pass is not None and not self._pass.finished
+        return self._pass is not None and (not self._pass.finished or self._prefetch.pending)
+
+    def close(self) -> None:
+        """The page read under way ends on its own; no other is started."""
+        self._prefetch.close()
 
     def resync(self) -> bool:
         """Ask for the next pass (every group listed, then read and decided a page per

@@ -3,6 +3,8 @@ groups flow's reader of Kafka reading a page's groups just before their decision
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -114,14 +116,26 @@ def cluster(monkeypatch):
     return reader, groups, reads
 
 
+def _page_read(reader) -> None:
+    """Until the page's read on its own thread has ended."""
+    deadline = time.monotonic() + 10
+    while not reader._prefetch.ready():
+        assert time.monotonic() < deadline, "the page's read did not end"
+        time.sleep(0.001)
+
+
 def test_a_cold_start_reads_kafka_a_page_per_tick(cluster):
     """At 10,000 groups the full read held the tick for 15-30 s (commits waited): every
-    group is listed, then read a page per tick, just before its decision."""
+    group is listed, then read a page at a time on a thread of its own, each decided in
+    the tick after its read."""
     reader, groups, reads = cluster
     groups.update({f"g{i:03d}": 50 for i in range(120)})
+    pic = reader.read()  # listed; the first page's read started
+    assert not pic.views and pic.unread == set(groups)  # nothing decided before it is read
+    _page_read(reader)
     pic = reader.read()
-    assert reads == [sorted(groups)[:20]]  # one page read, not every group
-    assert set(pic.views) == set(reads[0]) == reader.reread_now
+    assert reads[0] == sorted(groups)[:20]  # one page read, not every group
+    assert set(pic.views) == set(reads[0]) == reader.reread_now == set(reader.page_now)
     assert pic.unread == set(groups) - set(reads[0])  # listed, not read: not decided yet
     while reader.reconciling():
         pic = reader.read()
@@ -129,26 +143,39 @@ def test_a_cold_start_reads_kafka_a_page_per_tick(cluster):
     assert set(pic.views) == set(groups) and not pic.unread
 
 
-def test_a_resync_during_a_pass_waits_for_it_and_keeps_the_views(cluster):
-    """At fleet size a pass outlasted bridge.resync_interval_s (2,000 groups x 50 offsets:
-    about 3 minutes against 60 s) and every resync started it over, so the groups of its
-    last pages were never reconciled. A resync under way is deferred; once the last page
-    is done the next pass lists again and pages over the views it had, a new group read at
-    once."""
+@pytest.mark.parametrize("touched", [True, False], ids=["checked", "negative-control"])
+def test_a_group_read_while_its_page_was_read_is_not_taken_back_in_time(
+    cluster, monkeypatch, touched
+):
+    """A page's read runs beside the ticks: a group of the page that a tick read meanwhile
+    (its records) is newer there, so the page's tick reads it again instead of taking the
+    page's view. Negative control: with nothing marked, the group's view goes back to the
+    page's (older) read."""
     reader, groups, reads = cluster
-    groups.update({f"g{i:03d}": 50 for i in range(120)})
-    reader.read()
-    assert reader.resync() is False and reader.reconciling()  # not started over
-    while reader.reconciling():
-        reader.read()
-    assert sorted(g for r in reads for g in r) == sorted(groups)  # every group reached
-    reads.clear()
-    groups["new"] = 3
-    assert reader.resync() is True
-    pic = reader.read()
-    assert reads == [[*sorted(groups)[:40], "new"]]  # the first page, and the new group
-    assert "new" in pic.views and not pic.unread  # new since: read in the listing's tick
-    assert len(pic.views) == len(groups)  # the others kept until their page
+    groups.update({f"g{i:03d}": 50 for i in range(40)})
+    held, release = threading.Event(), threading.Event()
+    read_groups = kafka_groups.read_groups
+
+    def slow_page(admin, ids, types=None):
+        views = read_groups(admin, ids, types)  # as of now
+        if threading.current_thread().name.startswith("page-read"):
+            held.set()
+            release.wait(10)
+        return views
+
+    monkeypatch.setattr(kafka_groups, "read_groups", slow_page)
+    if not touched:
+        monkeypatch.setattr(reader._prefetch, "touched", lambda groups: None)
+    reader.read()  # the first page's read starts, and is held
+    assert held.wait(10)
+    groups["g005"] = 60  # committed again: its records name it
+    reader.dirty.add("g005")
+    assert len(reader.read().views["g005"].offsets) == 60  # read by this tick
+    release.set()
+    _page_read(reader)
+    pic = reader.read()  # the page's tick
+    assert "g005" in reader.page_now
+    assert len(pic.views["g005"].offsets) == (60 if touched else 50)
 
 
 def _loaded_tree(groups: int, partitions: int) -> tuple[list[str], OwnedTree]:
