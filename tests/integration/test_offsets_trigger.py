@@ -109,14 +109,31 @@ def _tick_until(flow: GroupMirrorFlow, zk: KazooClient, group: str, topic: str, 
     wait_for(lambda: flow.tick() >= 0 and _zk_offset(zk, group, topic) == want, 30, 0.1, f"{want}")
 
 
+def _page_read(flow: GroupMirrorFlow) -> None:
+    """Until the page under way was read from Kafka (on its own thread)."""
+    prefetch = flow.kafka._prefetch
+    wait_for(lambda: not prefetch.pending or prefetch.ready(), 30, 0.005, "the page's read")
+
+
+def _tick_pass(flow: GroupMirrorFlow) -> None:
+    """Tick until the pass under way decided its last page: each page is read on a thread
+    of its own, then decided in the tick after that read ended."""
+    flow.tick()
+    deadline = time.monotonic() + 60
+    while flow.kafka.reconciling():
+        assert time.monotonic() < deadline, "the pass did not end"
+        _page_read(flow)
+        flow.tick()
+
+
 def _page_reads(flow: GroupMirrorFlow, during=None) -> list[list[str]]:
-    """Record the pages of the flow's reconcile passes read from Kafka; ``during`` runs
-    right after each page's read (Kafka read, nothing written yet)."""
+    """Record the pages of the flow's reconcile passes as their tick takes their views
+    from Kafka; ``during`` runs right after (Kafka read, nothing written yet)."""
     pages: list[list[str]] = []
     original = flow.kafka._reread
 
-    def counted(pic, groups):
-        fresh = original(pic, groups)
+    def counted(pic, groups, prefetched):
+        fresh = original(pic, groups, prefetched)
         if flow.kafka.page_now:
             pages.append(list(flow.kafka.page_now))
             if during is not None:
@@ -133,7 +150,7 @@ def test_commit_during_reconcile_is_written_by_a_later_tick(zk, world):
     raced = []
     full = _page_reads(flow, during=lambda: raced or (_commit(consumer, topic, 9), raced.append(1)))
     flow.resync()  # the reconcile: Kafka read, then offset 9 committed before the write
-    flow.tick()
+    _tick_pass(flow)
     assert raced and _zk_offset(zk, group, topic) == 5  # the reconcile wrote what it read
     _tick_until(flow, zk, group, topic, 9)
     assert full == [[group]]  # written by a triggered re-read, not by another reconcile
@@ -150,7 +167,7 @@ def test_missed_event_is_caught_by_the_reconcile(zk, world):
         time.sleep(0.1)
     assert _zk_offset(zk, group, topic) == 5
     flow.resync()  # the safety net
-    flow.tick()
+    _tick_pass(flow)
     assert _zk_offset(zk, group, topic) == 11
 
 
@@ -216,8 +233,9 @@ def test_a_record_read_before_its_commit_is_served_is_read_again(
 
 
 def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeypatch, caplog):
-    """After a full read the groups are written a page per tick, the first page on the
-    first tick, with a line saying when all were (PAGE_GROUPS made small for the test)."""
+    """After a full read the groups are written a page per tick, the first page in the
+    tick after its read, with a line saying when all were (PAGE_GROUPS made small for the
+    test)."""
     monkeypatch.setattr(paging, "PAGE_GROUPS", 4)
     topic = topic_name("t")
     create_topic(admin, topic, 1)
@@ -233,13 +251,15 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
         flow.resync()
         caplog.set_level(logging.INFO, logger=paging.log.name)
         caplog.set_level(logging.INFO, logger="bridge.zookeeper.records")
-        written = []
+        flow.tick()  # listed; the first page's read started: nothing decided unread
+        written = [{g for g in names if _zk_offset(zk, g, topic) == 3}]
         for _ in range(3):
+            _page_read(flow)
             flow.tick()
             written.append({g for g in names if _zk_offset(zk, g, topic) == 3})
         # a page per tick, in order: the negative control is that the first is not all
-        assert [len(w) for w in written] == [4, 8, 10]
-        assert written[0] == set(names[:4])
+        assert [len(w) for w in written] == [0, 4, 8, 10]
+        assert written[1] == set(names[:4])
         assert not any("reconciled" in r.getMessage() for r in caplog.records)
         flow.tick()  # the line once the last page was written, with the modes it inferred
         done = [r.getMessage() for r in caplog.records if "reconciled" in r.getMessage()]
@@ -345,12 +365,12 @@ def test_a_pass_skips_groups_as_they_were_and_the_verification_finds_drift(
     monkeypatch.setattr(flow, "_decide_group", lambda g, *a: (decided.append(g), real(g, *a))[1])
     pages = _page_reads(flow)
     flow.resync()
-    flow.tick()
+    _tick_pass(flow)
     assert pages == [[group]] and not flow.kafka.reconciling()  # read by the pass
     assert decided == ([group] if mode == "decides-all" else [])
     zk.delete(zkpaths.offset_path(group, topic, 0))  # behind the bridge's back
     flow.resync()
-    flow.tick()  # the verification's page reads the group again: due, decided, written
+    _tick_pass(flow)  # the verification's page reads the group again: due, decided, written
     assert _zk_offset(zk, group, topic) == (None if mode == "drift-unheard" else 5)
 
 
