@@ -6,17 +6,12 @@ collection walks every one: at 10,000 groups x 100 partitions each took 0.5-2.5 
 every 1-12 s, a pause of every thread (the commit p99 of 1-2 s at that size). Most of it
 is the same data each time, held from one pass to the next.
 
-So what survives a full collection is frozen right after it (``gc.freeze``, from the
-collector's own callback: at that moment the younger generations are empty and nothing
-but survivors is left to freeze), and each full collection walks only what survived since
+So every ``settle_s`` (15 s), between ticks, the bridge collects in full what is not frozen
+yet and freezes what survived (``gc.freeze``): each collection walks only what came since
 the last one. Frozen objects are still freed when dropped (reference counting); only a
 cycle that was alive at a freeze (a request in flight) and dies later waits, until the
-next refresh (``refresh_s``, an hour) unfreezes everything and collects it in full once,
-between ticks. Every full collection's pause is in ``zkbridge_gc_pause_seconds``.
-
-A freeze every ``settle_s`` (15 s) after a collection of its own was tried first (run 10,
-docs/benchmarks.md): the collections between two freezes walked up to 15 s of survivors,
-30-90 ms each, every ~0.6 s.
+next refresh (``refresh_s``, an hour) unfreezes everything and collects it in full once.
+Every full collection's pause is in ``zkbridge_gc_pause_seconds``.
 """
 
 from __future__ import annotations
@@ -30,63 +25,68 @@ from bridge.metrics import METRICS
 
 log = logging.getLogger(__name__)
 
+#: how often what came since the last freeze is collected and frozen
+SETTLE_S = 15.0
 #: how often everything frozen is collected again (a cycle frozen alive waits this long)
 REFRESH_S = 3600.0
 
 
 class LongLivedHeap:
-    """Once installed, what survives each full collection is frozen and every full
-    collection timed; ``between_ticks`` collects everything again every ``refresh_s``."""
+    """Collect and freeze when due (``between_ticks``); time every full collection."""
 
     def __init__(
-        self, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic
+        self,
+        settle_s: float = SETTLE_S,
+        refresh_s: float = REFRESH_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.settle_s = settle_s
         self.refresh_s = refresh_s
         self.clock = clock
-        self._refreshed = clock()
+        self._refreshed = self._settled = clock()
         self._started: float | None = None
         self.freezes = 0
 
     def install(self) -> None:
-        """Freeze the survivors of every full collection from now on, and time each one."""
-        if self._collected not in gc.callbacks:
-            gc.callbacks.append(self._collected)
+        """Time the process's full collections (``zkbridge_gc_pause_seconds``)."""
+        if self._timed not in gc.callbacks:
+            gc.callbacks.append(self._timed)
 
     def uninstall(self) -> None:
         """The flows stopped (a standby now): the collector walks everything again."""
-        if self._collected in gc.callbacks:
-            gc.callbacks.remove(self._collected)
+        if self._timed in gc.callbacks:
+            gc.callbacks.remove(self._timed)
         gc.unfreeze()
 
     def between_ticks(self) -> None:
-        """Refresh when ``refresh_s`` passed since the last time."""
-        if self.clock() - self._refreshed >= self.refresh_s:
-            self.refresh()
+        """Settle when ``settle_s`` passed since the last time."""
+        if self.clock() - self._settled >= self.settle_s:
+            self.settle()
 
-    def refresh(self) -> float:
-        """Unfreeze and collect everything once: the cycles frozen alive that died since
-        are freed, and (installed) the survivors frozen again. Returns the seconds."""
-        self._refreshed = self.clock()
-        gc.unfreeze()
+    def settle(self) -> float:
+        """Collect what is not frozen yet (everything, once per ``refresh_s``), then freeze
+        the survivors. Returns the collection's seconds."""
+        now = self._settled = self.clock()
+        refresh = now - self._refreshed >= self.refresh_s
+        if refresh:
+            gc.unfreeze()
+            self._refreshed = now
         started = time.perf_counter()
         collected = gc.collect()
+        gc.freeze()
         spent = time.perf_counter() - started
+        self.freezes += 1
         log.debug(
-            "heap refreshed: %d collected in %.3f s, %d objects frozen",
-            *(collected, spent, gc.get_freeze_count()),
+            "heap settled: %d collected in %.3f s, %d objects frozen%s",
+            *(collected, spent, gc.get_freeze_count(), " (refreshed)" if refresh else ""),
         )
         return spent
 
-    def _collected(self, phase: str, info: dict) -> None:
-        """The collector's callback: a full collection timed, its survivors frozen (the
-        younger generations were merged into the oldest and are empty now)."""
+    def _timed(self, phase: str, info: dict) -> None:
         if info.get("generation") != 2:
             return
         if phase == "start":
             self._started = time.perf_counter()
-            return
-        if self._started is not None:
+        elif self._started is not None:
             METRICS.gc_pause.observe(time.perf_counter() - self._started)
             self._started = None
-        gc.freeze()
-        self.freezes += 1

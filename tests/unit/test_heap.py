@@ -1,4 +1,4 @@
-"""``bridge.heap``: what survives a full collection is frozen out of the cyclic collector's
+"""``bridge.heap``: what survives a reconcile pass is frozen out of the cyclic collector's
 full collections; cycles that die later are still collected, at the latest at a refresh."""
 
 from __future__ import annotations
@@ -28,18 +28,10 @@ def _pauses() -> float:
     return METRICS.registry.get_sample_value("zkbridge_gc_pause_seconds_count") or 0.0
 
 
-@pytest.fixture
-def heap():
+def test_what_survives_is_frozen_and_what_comes_after_is_collected():
     heap = LongLivedHeap()
-    heap.install()
-    yield heap
-    heap.uninstall()
-
-
-def test_what_survives_a_full_collection_is_frozen_and_what_comes_after_is_collected(heap):
     held = [Cycle() for _ in range(100)]  # the long-lived state
-    gc.collect()
-    assert heap.freezes >= 1
+    heap.settle()
     assert gc.get_freeze_count() >= len(held)
     walked = {id(o) for o in gc.get_objects()}  # what a full collection walks
     assert not any(id(c) in walked for c in held)
@@ -50,36 +42,24 @@ def test_what_survives_a_full_collection_is_frozen_and_what_comes_after_is_colle
     assert gone() is None
 
 
-def test_a_young_collection_freezes_nothing(heap):
-    freezes, frozen = heap.freezes, gc.get_freeze_count()
-    gc.collect(0)
-    gc.collect(1)
-    assert (heap.freezes, gc.get_freeze_count()) == (freezes, frozen)
-
-
 def test_a_cycle_frozen_alive_waits_for_the_refresh():
     clock = [0.0]
     heap = LongLivedHeap(refresh_s=3600, clock=lambda: clock[0])
-    heap.install()
-    try:
-        alive = Cycle()
-        dies = weakref.ref(alive)
-        gc.collect()  # frozen while alive
-        del alive
-        gc.collect()
-        assert dies() is not None  # frozen: not walked (the price, bounded by the refresh)
-        clock[0] += 1800
-        heap.between_ticks()
-        assert dies() is not None  # not yet an hour
-        clock[0] += 1800
-        heap.between_ticks()  # the refresh: unfrozen, collected in full
-        assert dies() is None
-        assert gc.get_freeze_count() > 0  # and what survived it frozen again
-    finally:
-        heap.uninstall()
+    alive = Cycle()
+    dies = weakref.ref(alive)
+    heap.settle()  # frozen while alive
+    del alive
+    gc.collect()
+    assert dies() is not None  # frozen: not walked (the price, bounded by the refresh)
+    clock[0] += 1800
+    heap.settle()
+    assert dies() is not None  # not yet an hour
+    clock[0] += 1800
+    heap.settle()  # the refresh: unfrozen, collected in full
+    assert dies() is None
 
 
-def test_every_full_collection_is_timed_while_installed():
+def test_every_full_collection_is_timed():
     heap = LongLivedHeap()
     heap.install()
     try:
@@ -90,7 +70,16 @@ def test_every_full_collection_is_timed_while_installed():
         assert _pauses() == before + 1
     finally:
         heap.uninstall()
-    assert gc.get_freeze_count() == 0  # a standby's collector walks everything again
     gc.collect()
     assert _pauses() == before + 1  # uninstalled
-    assert gc.get_freeze_count() == 0
+
+
+def test_settles_between_ticks_when_due():
+    clock = [0.0]
+    heap = LongLivedHeap(settle_s=15, clock=lambda: clock[0])
+    heap.between_ticks()
+    assert heap.freezes == 0
+    clock[0] += 15
+    heap.between_ticks()
+    heap.between_ticks()
+    assert heap.freezes == 1
