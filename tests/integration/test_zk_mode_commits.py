@@ -23,6 +23,7 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bench import create_topic
+from bridge.flows import groups as groups_flow
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.groups import GroupFilter
@@ -143,10 +144,11 @@ def test_an_old_consumers_commit_wakes_the_bridge(stack, zk, admin, topic_name, 
 
 
 def test_a_missed_watch_is_caught_by_the_reconcile(
-    stack, zk: KazooClient, admin, topic_name, chroot
+    stack, zk: KazooClient, admin, topic_name, chroot, monkeypatch
 ):
     """A data watch ZooKeeper never fires (e.g. lost in a session move while kazoo still
-    holds it) leaves the node's cached offset stale until the full reconcile reads again."""
+    holds it) leaves the node's cached offset stale until a full reconcile forgets every
+    cached answer (at most every ``FORGET_EVERY_S``) and reads again."""
     topic, group = topic_name("t"), topic_name("g")
     create_topic(admin, topic, 1)
     node = zkpaths.offset_path(group, topic, 0)
@@ -174,7 +176,11 @@ def test_a_missed_watch_is_caught_by_the_reconcile(
         zk.set(node, b"4")
         for _ in range(3):  # the negative control: the stale cache is what ticks read
             assert ticked() == {0: 3}
-        flow.resync()  # the full reconcile reads every node again
+        flow.resync()  # a reconcile within FORGET_EVERY_S of the last forget keeps them
+        for _ in range(3):
+            assert ticked() == {0: 3}
+        monkeypatch.setattr(groups_flow, "FORGET_EVERY_S", 0.0)
+        flow.resync()  # the full reconcile that forgets: reads every node again
         wait_for(lambda: ticked() == {0: 4}, 60, what="the copy after the reconcile")
     finally:
         flow.close()
