@@ -156,8 +156,9 @@ class KafkaGroupsReader:
     def _followed_picture(self, follower: OffsetsLogFollower) -> KafkaPicture:
         """The picture with a follower: the last one with the groups named by new records
         asked again, and a page of the pass under way (at start and each resync every
-        group is listed, then read a page per tick). Groups are taken off ``dirty`` only
-        once read: a failed read leaves them for the next tick."""
+        group is listed, then read a page at a time on a thread of its own, each page
+        decided in the tick after its read). Groups are taken off ``dirty`` only once
+        read: a failed read leaves them for the next tick."""
         self.dirty |= follower.changed_groups()
         self.reshaped |= follower.take_reshaped()
         self.ahead.add(follower.take_said())
@@ -200,8 +201,9 @@ class KafkaGroupsReader:
         if not self._prefetch.ready():
             return [], {}
         page, views, left = self._prefetch.take()
-        self._ask(left)
-        return page, views  # type: ignore[return-value]
+        failed = {g for g, v in views.items() if v.error}  # type: ignore[attr-defined]
+        self._ask(left | failed)  # read by this tick (and stay dirty if that fails too)
+        return page, {g: v for g, v in views.items() if g not in failed}  # type: ignore[misc]
 
     def _ask(self, groups: set[str]) -> None:
         """Describe and fetch ``groups`` in this tick's read."""

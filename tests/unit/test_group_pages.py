@@ -243,3 +243,26 @@ def test_markers_of_nodes_without_children_are_not_listed():
     inner += ["/consumers/ids/offsets/x", "/brokers/ids/1"]
     assert all(ledger._leaf(ledger.marker(p)) for p in leaves)
     assert not any(ledger._leaf(ledger.marker(p)) for p in inner)
+
+
+def test_a_group_the_pages_read_failed_for_is_read_by_the_pages_tick(cluster, monkeypatch):
+    """A group whose view in the page's read is an error (its coordinator moved, a
+    timeout) is read again by the tick that decides the page, as any group whose read
+    failed: it is not left out of the pass."""
+    reader, groups, reads = cluster
+    groups.update({f"g{i:03d}": 50 for i in range(10)})
+    read_groups = kafka_groups.read_groups
+
+    def failing_once(admin, ids, types=None):
+        views = read_groups(admin, ids, types)
+        if threading.current_thread().name.startswith("page-read") and "g003" in views:
+            views["g003"] = GroupView("g003", "Unknown", "", None, error="coordinator moved")
+        return views
+
+    monkeypatch.setattr(kafka_groups, "read_groups", failing_once)
+    reader.read()
+    _page_read(reader)
+    pic = reader.read()
+    assert reads[-1] == ["g003"]  # read again by the page's tick itself
+    assert "g003" in reader.page_now and not pic.views["g003"].error
+    assert "g003" not in pic.unread
