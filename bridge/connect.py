@@ -8,6 +8,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 from tenacity import (
     RetryCallState,
     retry,
@@ -47,6 +48,13 @@ def _log_retry(what: str, address: str):
     return before_sleep
 
 
+#: most seconds between two attempts to reach ZooKeeper again once the connection is lost.
+#: kazoo's default doubles the wait up to an hour: after a 9 s outage two standbys came
+#: back 24 s later, and the takeover of an active bridge paused meanwhile waited for them
+#: (tests/e2e/test_chaos.py, a SIGSTOP right after a ZooKeeper outage)
+RECONNECT_MAX_S = 1.0
+
+
 def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> KazooClient:
     """A kazoo client with credentials applied (not yet started); every node it creates gets
     the ACL the settings' policy gives its path (``decide.acl``; ``root`` is the bridge's)."""
@@ -60,12 +68,17 @@ def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> Ka
             "username": settings.username,
             "password": settings.secret() or "",
         }
+    handler = PollHandler()
+    reconnect = KazooRetry(
+        max_tries=-1, delay=0.1, backoff=2, max_delay=RECONNECT_MAX_S, sleep_func=handler.sleep_func
+    )
     return AclClient(
         hosts=settings.connect,
         timeout=settings.session_timeout_s,
         auth_data=auth or None,
         acl_policy=policy_for(settings, root),
-        handler=PollHandler(),
+        handler=handler,
+        connection_retry=reconnect,
         **kwargs,
     )
 
