@@ -42,6 +42,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from bench import fleet_zk
+from bench.bridge_metrics import Watcher, Window, describe
 from bench.offsets import OffsetBench, bench_session, parse_common
 from bench.offsets_stats import dist, pct, verdict
 from bench.offsets_zk import delete_tree, read_all
@@ -136,6 +137,7 @@ def report(
     sustained,
     rss,
     zk: fleet_zk.ZkResult | None,
+    busy: dict[str, Window | None],
 ) -> None:
     G, P, a = b.G, b.P, b.args
     raw_rate, raw_nodes, raw_txns = raw
@@ -163,7 +165,10 @@ def report(
         "    unseen: watched / final (must be 0)        "
         f"{sustained.unseen_watched} / {sustained.unseen_final}"
     )
+    print("\n".join(describe(busy.get("sustained"))))
     zk_p99, zk_ok = fleet_zk.report(zk, a.zk_rate, a.zk_seconds) if zk is not None else (0.0, False)
+    if zk is not None:
+        print("\n".join(describe(busy.get("old consumers"))))
     print(f"  bridge peak RSS                               {rss or 0:9.0f} MB")
     if b.watch.session_lost:
         print(
@@ -239,7 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         b.prepare()
         print("starting the bridge (cold start) ...", flush=True)
         cold = cold_start(b)
-        sustained, _ = b.settle(b.sustained(), "sustained drain")
+        meter = Watcher(b.log_path)
+        meter.start()
+        commits = b.sustained()
+        busy = {"sustained": meter.stop()}
+        sustained, _ = b.settle(commits, "sustained drain")
         zk = None
         if args.zk_groups > 0:
             zk = fleet_zk.run_phase(
@@ -251,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
                 b.P,
                 args.zk_rate,
                 args.zk_seconds,
+                meter=meter,
             )
+            busy["old consumers"] = zk.busy
         assert b.bridge is not None
         rss = peak_rss_mb(b.bridge.pid)
-        report(b, raw, cold, sustained, rss, zk)
+        report(b, raw, cold, sustained, rss, zk, busy)
         return 0
 
 

@@ -38,6 +38,7 @@ from itertools import accumulate
 from kazoo.client import KazooClient
 
 import zkpaths
+from bench.bridge_metrics import Watcher, Window
 from bench.offsets_stats import dist, pct, verdict
 from bridge.audit.records import OffsetCommitKey, OffsetCommitValue, decode_key, decode_value
 from bridge.audit.wire import RecordError
@@ -68,6 +69,7 @@ class ZkResult:
     unseen: int = 0
     warmup_s: float = 0.0
     warm: bool = True
+    busy: Window | None = None  # the bridge's groups flow during the timed commits
 
 
 class KafkaSide:
@@ -207,8 +209,10 @@ def run_phase(
     rate: float,
     seconds: float,
     drain_s: float = 30.0,
+    meter: Watcher | None = None,
 ) -> ZkResult:
-    """Register the old consumers, let the bridge take them in, then the timed commits."""
+    """Register the old consumers, let the bridge take them in, then the timed commits
+    (``meter``: the bridge's metrics scraped around those alone, into ``r.busy``)."""
     prefix = f"bench-zk-{run}-"
     r = ZkResult(groups, partitions)
     kafka = KafkaSide(bootstrap, prefix)  # at the end before any of the groups exist
@@ -220,7 +224,11 @@ def run_phase(
         r.warmup_s = wall() - t0
         with zk._lock:
             zk.acked.clear()
+        if meter is not None:
+            meter.start()
         _load(zk, rate, seconds, r)
+        if meter is not None:
+            r.busy = meter.stop()
         wait_visible(kafka, zk, drain_s)
         _score(kafka, zk, r)
     finally:

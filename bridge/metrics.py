@@ -60,6 +60,14 @@ class Metrics:
         self.tick_seconds = Histogram(
             "zkbridge_flow_tick_seconds", "time for one pass of a flow", ["flow"], registry=r
         )
+        self.phase_seconds = Histogram(
+            "zkbridge_flow_phase_seconds",
+            "time for one phase of a flow's pass (the groups flow: requests, verify, kafka, "
+            "zookeeper, decide, modes, write, answer): where a slow pass went",
+            ["flow", "phase"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=r,
+        )
         self.gc_pause = Histogram(
             "zkbridge_gc_pause_seconds",
             "each full collection of Python's cyclic garbage collector (every thread waits)",

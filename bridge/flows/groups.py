@@ -44,6 +44,7 @@ from bridge.flows.group_scope import GroupScope
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.flows.log_ahead import LATE_RETRY_S
 from bridge.flows.paging import pages
+from bridge.flows.phases import TickPhases
 from bridge.flows.settled import SettledGroups
 from bridge.flows.storm import StormSpouts
 from bridge.flows.to_kafka import CopiesToKafka
@@ -245,6 +246,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         answers to sync requests."""
         # sync requests are answered at the end of the tick that began after them, so a
         # report always reflects a state read after it was asked for
+        phases = TickPhases(self.name)
         requests = sync.pending_requests(self.zk, self.root, (self.watched, self.watched_data))
         if self.shares is not None:
             requests = self._follow_shares(requests)
@@ -252,25 +254,32 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
                 return 0  # no share dealt to this bridge (yet): nothing of its to mirror
         self.watched.expire_some()  # the resync's net, a batch a tick
         self.watched_data.expire_some()
+        phases.mark("requests")
         if not self.kafka.reconciling():
             # a page of the reconcile reads and writes its groups itself; verifying other
             # groups in the same ticks, once a resync came during a cold start of 10,000
             # groups, took 70 % of the main thread and slowed the reconcile sixfold
             self.tree.verify_page()
         self.settled.drifted(self.tree.take_drifted())
+        phases.mark("verify")
         if self.follower is not None:
             self.kafka.dirty |= set(requests)  # the groups asked about are read again for it
             self.kafka.reshaped |= set(requests)
         pic = self.kafka.read()
+        phases.mark("kafka")
         self.settled.topics(pic.partitions)
         tree = self._zk_picture(pic, requests)
+        phases.mark("zookeeper")
         self.settled.deciding(tree.wanted if tree.scope is None else tree.scope)
         decided = self._decide(pic, tree)
         self._keep_outcomes(decided, tree.scope)
         wanted = [g for g in tree.wanted if g not in decided.aside]
         stopped = self._stopped_views(decided.stopped, tree.owned)
+        phases.mark("decide")
         to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped, bool(requests))
+        phases.mark("modes")
         written = self._write(decided, tree)
+        phases.mark("write")
         self.settled.written(self._settled_now(decided))
         self.settled.drifted(self.tree.take_drifted())  # a write refused: due again
         METRICS.writes.labels(flow=self.name).inc(written)
@@ -284,6 +293,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
             else:
                 self._after[g] = after
         self._answer_sync_requests(requests)
+        phases.mark("answer")
         return written
 
     def await_records(self, timeout_s: float, woken: threading.Event) -> bool:

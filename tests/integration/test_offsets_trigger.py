@@ -407,3 +407,30 @@ def test_a_full_read_in_chunks_reads_every_group(admin, topic_name, monkeypatch)
     want = {g: {TopicPartition(topic, 0): 8 if g == names[-1] else 3} for g in names}
     assert {g: v.offsets for g, v in views.items()} == want
     assert all(v.error is None for v in views.values())
+
+
+PHASES = ("requests", "verify", "kafka", "zookeeper", "decide", "modes", "write", "answer")
+
+
+def _phase_counts() -> dict[str, float]:
+    from bridge.metrics import METRICS
+
+    got = {
+        s.labels["phase"]: s.value
+        for family in METRICS.registry.collect()
+        for s in family.samples
+        if s.name == "zkbridge_flow_phase_seconds_count" and s.labels["flow"] == "groups"
+    }
+    return {p: got.get(p, 0.0) for p in PHASES}
+
+
+def test_each_pass_times_its_phases(zk, world):
+    """A pass that writes a commit observes every phase of ``zkbridge_flow_phase_seconds``
+    once, so an operator (and ``bench.fleet``) sees which part a slow pass went to."""
+    flow, consumer, group, topic = world
+    before = _phase_counts()
+    flow.tick()
+    assert {p: n - before[p] for p, n in _phase_counts().items()} == dict.fromkeys(PHASES, 1)
+    _commit(consumer, topic, 9)
+    _tick_until(flow, zk, group, topic, 9)
+    assert all(n > before[p] + 1 for p, n in _phase_counts().items())
