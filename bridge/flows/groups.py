@@ -499,6 +499,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
     def close(self) -> None:
         """The term ended: no copy into Kafka is sent after this, no page read started."""
         self.kafka.close()
+        self.tree.close()
         if self.copies is not None:
             self.copies.close()
 

@@ -21,6 +21,7 @@ import zkpaths
 from bridge.decide.known import KnownNodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.metrics import METRICS
+from bridge.zookeeper.verification import GroupsRead, VerifyRead, group_of, read_groups
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ Pager = Callable[[list[str], dict[str, int], int], list[list[str]]]
 #: again with its ledger marker (about 0.1 ms of the tick's thread per read on a loaded
 #: 2-core machine): a page delays a commit that arrives meanwhile by tens of milliseconds
 VERIFY_PAGE_NODES = 200
-#: and one page is verified at most this often. Unpaced, pages of 2,000 offsets back to
+#: and one page's read is started at most this often (on its own thread:
+#: ``bridge.zookeeper.verification``). Unpaced, pages of 2,000 offsets back to
 #: back took 78 % of an idle bridge's main thread at 10,000 groups x 100 partitions, and
 #: commits waited behind them (p99 13.5 s). Paced, a pass over 1,000,000 offset nodes
 #: takes about a quarter of an hour (the resync waits for it), 10,000 nodes a few seconds.
@@ -45,12 +47,6 @@ def _root_of(path: str) -> str:
     """``/consumers/<g>`` of a path below it ("" for ``/consumers`` itself)."""
     g = group_of(path)
     return zkpaths.consumer_group_path(g) if g else ""
-
-
-def group_of(path: str) -> str:
-    """The group of a ``/consumers/<g>/...`` path ("" for ``/consumers`` itself)."""
-    parts = path.split("/", 3)
-    return parts[2] if len(parts) > 2 else ""
 
 
 class OwnedTree:
@@ -68,6 +64,11 @@ class OwnedTree:
         #: how the nodes others write too (``refresh``) are read before a write: the flow
         #: reads them through its watches (only the ones changed since are read again)
         self.read_fresh: Callable[[list[str]], dict[str, Node]] = partial(read_nodes, zk)
+        #: how a page of groups is read (the ledger below them, the nodes it lists)
+        self.read_groups: Callable[[list[str]], GroupsRead] = partial(
+            read_groups, zk, writer.ledger
+        )
+        self.verify_read = VerifyRead()  # the verification's page under way
         #: whether this term read the ledger in full yet; then the pages still to verify
         self.loaded = False
         self.verifying: list[list[str]] = []
@@ -136,7 +137,9 @@ class OwnedTree:
         taking over 1,500 groups read them all before its first tick (9 s here), while a
         mixed group among them must have its proxies started within the old proxies'
         session timeout."""
-        self.pending |= set(groups)
+        groups = set(groups)
+        self.pending |= groups
+        self.verify_read.touched(groups)  # another bridge wrote them since a page's read
 
     def ensure(self, groups: Iterable[str]) -> None:
         """Read the ones of ``groups`` taken over and not read yet (a tick's scope, before
@@ -155,32 +158,51 @@ class OwnedTree:
         return sorted(g for g in set(listed) | self.writer.ledger.owned.groups() if wanted(g))
 
     def verify_page(self, now: float | None = None) -> None:
-        """The next page of the background verification ``resync`` queued, unless one was
-        verified less than ``VERIFY_EVERY_S`` ago."""
+        """Compare the page whose read ended, then start reading the next page ``resync``
+        queued, unless one was started less than ``VERIFY_EVERY_S`` ago."""
         now = time.monotonic() if now is None else now
-        if not self.verifying or now - self._verified_at < VERIFY_EVERY_S:
+        if self.verify_read.ready():
+            read, again = self.verify_read.take(self.writer.ledger.base)
+            if read is not None:
+                self._adopt_groups(read)
+            if again:
+                self.verifying.append(again)
+        if self.verify_read.pending or not self.verifying:
+            return
+        if now - self._verified_at < VERIFY_EVERY_S:
             return
         self._verified_at = now
         page = self.verifying.pop(0)
         if self._first_pass:
             page = [g for g in page if g in self.pending]
             self._first_pass = bool(self.verifying)
-        self.reload(page)
+        if page:
+            self.verify_read.start(page, self.read_groups)
 
     def reload(self, groups: list[str]) -> None:
-        """The ledger below each of ``groups`` and their owned nodes, read again."""
-        if not groups:
-            return
-        chosen = set(groups)
+        """The ledger below each of ``groups`` and their owned nodes, read again now."""
+        if groups:
+            self.verify_read.touched(groups)
+            self._adopt_groups(self.read_groups(list(groups)))
+
+    def _adopt_groups(self, read: GroupsRead) -> None:
+        """What was read of a page of groups replaces what was known of them; the groups
+        whose owned nodes were not as known are due (``drifted``)."""
+        chosen = set(read.groups)
         self.pending -= chosen
         owned = self.of_groups(chosen)
         before = owned | {p for p in self.foreign if group_of(p) in chosen}
-        self.writer.ledger.load(self.zk, [f"{zkpaths.CONSUMERS}/{g}" for g in groups])
+        self.writer.ledger.adopt(read.ledger, read.scopes)
         was = {p: self.known.pop(p, None) for p in before}
         self.foreign -= before
-        fresh = read_nodes(self.zk, sorted(self.of_groups(chosen)))
+        fresh = read.nodes
         self.known.update(fresh)
         self.drifted.update(group_of(p) for p in owned | set(fresh) if was.get(p) != fresh.get(p))
+
+    def close(self) -> None:
+        """The term ended: no page's read is compared after this."""
+        self.verify_read.drop()
+        self.verify_read.close()
 
     def take_drifted(self) -> set[str]:
         """The groups found drifted since the last call (``drifted``)."""
@@ -198,13 +220,14 @@ class OwnedTree:
         read again first) and apply it fenced; a rejected batch is retried group by group.
         The number of operations written."""
         unknown = [p for p in desired if p not in self.known or p in refresh]
-        self._adopt(self._read_present(unknown), refresh)
+        self.verify_read.touched(self._adopt(self._read_present(unknown), refresh))
         plan = plan_writes(desired, self.known, owned, self.writer.session_id)
         for c in plan.conflicts:
             self.report(c.path, f"not writing node: {c.reason}", "conflict")
         self._forget_foreign(desired)
         if not plan.ops:
             return 0
+        self.verify_read.touched({group_of(op.path) for op in plan.ops})
         try:
             self.writer.apply(plan.ops, self.known)
             return len(plan.ops)
@@ -247,15 +270,22 @@ class OwnedTree:
         rest = [p for p in paths if p not in present and _root_of(p) not in absent]
         return {**present, **self.read_fresh(rest)}
 
-    def _adopt(self, fresh: dict[str, Node], refresh: set[str]) -> None:
+    def _adopt(self, fresh: dict[str, Node], refresh: set[str]) -> set[str]:
         """What was just read replaces what was known (``refresh``: read again, gone if
         absent now), so the planner and the known tree agree; updated in place, since
-        ``known`` holds every owned node (a copy per tick cost what the tree holds)."""
+        ``known`` holds every owned node (a copy per tick cost what the tree holds).
+        Returns the groups of the nodes found otherwise than known."""
+        changed: set[str] = set()
         for p in refresh:
-            self.known.pop(p, None)
+            if fresh.get(p) != self.known.pop(p, None):
+                changed.add(group_of(p))
+        for p, node in fresh.items():
+            if p not in refresh and self.known.get(p) != node:
+                changed.add(group_of(p))
         self.known.update(fresh)
         owned = self.writer.ledger.owned
         self.foreign.update(p for p in fresh if p not in owned)
+        return changed
 
     def _forget_foreign(self, desired: Mapping[str, Desired]) -> None:
         """Drop the known nodes that are neither owned nor wanted now (others' nodes read

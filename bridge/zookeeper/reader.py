@@ -29,7 +29,7 @@ from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from zkpaths import ConsumerRegistration, GroupPartition, TopicPartition
 from zkpaths.dialects import Member, decode_member, pykafka, storm
 from zkpaths.dialects.kafka_node import owner_problem
-from zkpaths.names import topic_problem
+from zkpaths.names import parse_id, topic_problem
 
 log = logging.getLogger(__name__)
 
@@ -376,6 +376,7 @@ class ConsumerTreeReader:
         leaves = self.children([d for _, d in topic_dirs])
         wanted: dict[str, tuple[str, TopicPartition]] = {}
         for g, d in topic_dirs:
+            topic = _dir_topic(d)  # None: each leaf's path says what is wrong with it
             for name in leaves[d]:
                 path = f"{d}/{name}"
                 if kind == "owners" and pykafka.looks_like_owner_name(name):
@@ -389,12 +390,16 @@ class ConsumerTreeReader:
                         )
                     )
                     continue
-                try:
-                    parsed = zkpaths.parse_path(path)
-                except zkpaths.ZkLayoutError as exc:
-                    self.report(_problem(path, exc))
-                    continue
-                tp = TopicPartition(parsed.topic, parsed.partition)
+                partition = parse_id(name) if topic is not None else None
+                if topic is not None and partition is not None:
+                    tp = TopicPartition(topic, partition)
+                else:
+                    try:
+                        parsed = zkpaths.parse_path(path)
+                    except zkpaths.ZkLayoutError as exc:
+                        self.report(_problem(path, exc))
+                        continue
+                    tp = TopicPartition(parsed.topic, parsed.partition)
                 if partitions is not None and tp.partition >= partitions.get(tp.topic, 0):
                     self.report(NodeProblem(path, "a partition that does not exist"))
                     continue
@@ -405,3 +410,13 @@ class ConsumerTreeReader:
         return [
             (*wanted[path], path, data or b"", stat.version) for path, (data, stat) in got.items()
         ]
+
+
+def _dir_topic(path: str) -> str | None:
+    """The topic of a valid ``/consumers/<g>/<kind>/<t>`` path, None if it is not one:
+    its leaves are then parsed each (a million offset nodes parsed whole each time their
+    groups were read was a tenth of a commit's work)."""
+    try:
+        return getattr(zkpaths.parse_path(path), "topic", None)
+    except zkpaths.ZkLayoutError:
+        return None

@@ -57,6 +57,14 @@ class BatchStats:
     ops: int = 0
 
 
+@dataclass
+class LedgerRead:
+    """What a read of part of the ledger found: legacy paths owned, marker nodes there."""
+
+    owned: set[str]
+    markers: set[str]
+
+
 class Ledger:
     """What the bridge created, as recorded under ``<root>/owned``."""
 
@@ -74,9 +82,14 @@ class Ledger:
         """Walk the ledger (below each scope) and rebuild the owned set; ``nodes`` are read
         alone, not below (with shares, ``/consumers`` itself without every group)."""
         scopes, nodes = list(scopes), list(nodes)
-        self.owned.drop(scopes)
-        for path in nodes:
-            self.owned.discard(path)
+        self.adopt(self.read(client, scopes, nodes), scopes, nodes)
+
+    def read(
+        self, client: KazooClient, scopes: Iterable[str] = ("/",), nodes: Iterable[str] = ()
+    ) -> LedgerRead:
+        """The ledger below each scope (and ``nodes`` alone) as it is now. Reads only:
+        safe on another thread than the one writing (the verification's pages)."""
+        out = LedgerRead(set(), set())
         frontier = [self.marker("" if s == "/" else s) for s in scopes]
         alone = {self.marker(n) for n in nodes}
         frontier += sorted(alone)
@@ -85,7 +98,8 @@ class Ledger:
             while m != self.base and m.startswith(self.base):
                 m = parent(m)
                 ancestors.add(m)
-        self.markers |= {m for m in ancestors if client.exists(m)}
+        exists = [(m, client.exists_async(m)) for m in sorted(ancestors)]
+        out.markers.update(m for m, e in exists if answer(e) not in (None, ABSENT))
         while frontier:
             reads = [
                 (
@@ -102,11 +116,20 @@ class Ledger:
                 if got is ABSENT or children is ABSENT:
                     continue
                 data, _ = got
-                self.markers.add(m)
-                legacy = m[len(self.base) :] or "/"
+                out.markers.add(m)
                 if data == OWNED:
-                    self.owned.add(legacy)
+                    out.owned.add(m[len(self.base) :] or "/")
                 frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
+        return out
+
+    def adopt(self, read: LedgerRead, scopes: Iterable[str], nodes: Iterable[str] = ()) -> None:
+        """``read`` (of ``scopes`` and ``nodes``) replaces what the owned set held there."""
+        self.owned.drop(scopes)
+        for path in nodes:
+            self.owned.discard(path)
+        for path in read.owned:
+            self.owned.add(path)
+        self.markers |= read.markers
 
     def _leaf(self, marker: str) -> bool:
         """Whether ``marker`` records a node that never has children in the legacy layout

@@ -115,6 +115,22 @@ def _page_read(flow: GroupMirrorFlow) -> None:
     wait_for(lambda: not prefetch.pending or prefetch.ready(), 30, 0.005, "the page's read")
 
 
+def _verified_tick(flow: GroupMirrorFlow) -> None:
+    """A tick, then until the verification's page it started (if any) was read on its own
+    thread: the next tick compares it."""
+    flow.tick()
+    read = flow.tree.verify_read
+    wait_for(lambda: not read.pending or read.ready(), 30, 0.005, "the verification's read")
+
+
+def _verify_all(flow: GroupMirrorFlow) -> None:
+    """Tick until the verification's pages were all read and compared."""
+    deadline = time.monotonic() + 60
+    while flow.tree.verifying or flow.tree.verify_read.pending:
+        assert time.monotonic() < deadline, "the verification did not end"
+        _verified_tick(flow)
+
+
 def _tick_pass(flow: GroupMirrorFlow) -> None:
     """Tick until the pass under way decided its last page: each page is read on a thread
     of its own, then decided in the tick after that read ended."""
@@ -319,10 +335,10 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
         "every group mirrored",
     )
     loads: list[list[str]] = []
-    real_load = writer.ledger.load
-    writer.ledger.load = lambda client, scopes=("/",): (
+    real_read = writer.ledger.read
+    writer.ledger.read = lambda client, scopes=("/",), nodes=(): (
         loads.append(list(scopes)),
-        real_load(client, scopes),
+        real_read(client, scopes, nodes),
     )[1]
     last = names[-1]
     zk.delete(zkpaths.offset_path(last, topic, 0))
@@ -331,9 +347,10 @@ def test_a_resync_verifies_the_ledger_a_page_per_tick(stack, zk, admin, topic_na
     assert _zk_offset(zk, last, topic) is None  # the known tree still says it is there
     flow.resync()
     assert loads == []  # nothing walked at once
-    flow.tick()  # the first page: the first two groups
+    _verified_tick(flow)  # the first page (the first two groups) read
+    _verified_tick(flow)  # compared; the second page (the deleted node's group) read
     assert _zk_offset(zk, last, topic) is None
-    flow.tick()  # the second page: the deleted node's group, re-created from its view
+    _verified_tick(flow)  # compared: re-created from the group's view
     assert _zk_offset(zk, last, topic) == 3
     assert loads == [[f"/consumers/{g}" for g in names[:2]], [f"/consumers/{g}" for g in names[2:]]]
 
@@ -370,7 +387,8 @@ def test_a_pass_skips_groups_as_they_were_and_the_verification_finds_drift(
     assert decided == ([group] if mode == "decides-all" else [])
     zk.delete(zkpaths.offset_path(group, topic, 0))  # behind the bridge's back
     flow.resync()
-    _tick_pass(flow)  # the verification's page reads the group again: due, decided, written
+    _tick_pass(flow)
+    _verify_all(flow)  # the verification's page reads the group again: due, decided, written
     assert _zk_offset(zk, group, topic) == (None if mode == "drift-unheard" else 5)
 
 

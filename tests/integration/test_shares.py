@@ -146,9 +146,10 @@ def test_groups_taken_over_are_read_at_their_first_decision_not_all_at_once(stac
         assert f"/consumers/{g1}/ids" in tree.known and tree.of_groups([g2]) == set()
         tree.resync(lambda gs, sizes, budget: [[g] for g in gs], held=mine.holds_group)
         t = 0.0
-        while tree.verifying:  # the background pages read the rest, one per pause
-            t += 1.0
+        while tree.verifying or tree.verify_read.pending:  # the background pages read
+            t += 1.0  # the rest, one per pause, each on its own thread
             tree.verify_page(now=t)
+            wait_for(lambda: not tree.verify_read.pending or tree.verify_read.ready(), 10, 0.01)
         assert not tree.pending and f"/consumers/{g2}/ids" in tree.known
     finally:
         a.stop()

@@ -46,6 +46,7 @@ def test_good_nodes_are_decoded_and_each_bad_one_is_reported_once(zk: KazooClien
             f"{g}/offsets/t/0": b"42",
             f"{g}/offsets/t/1": b"-1",
             f"{g}/offsets/t/x": b"5",
+            f"{g}/offsets/t/07": b"4",  # not the canonical spelling of 7
             f"{g}/offsets/t/7": b"9",
             f"{g}/offsets/u/0": b"not-a-number",
             f"{g}/offsets/u/1": b"7" * 100_000,
@@ -81,8 +82,9 @@ def test_good_nodes_are_decoded_and_each_bad_one_is_reported_once(zk: KazooClien
     assert offsets["h"] == {TopicPartition("t", 0): OffsetNode(5, 0)}
     assert offsets["empty"] == {}
     by_path = {p.path: p.reason for p in seen}
-    assert len(seen) == len(by_path) == 4, seen
+    assert len(seen) == len(by_path) == 5, seen
     assert "partition 'x'" in by_path[f"{g}/offsets/t/x"]
+    assert "partition '07' is not a canonical number" in by_path[f"{g}/offsets/t/07"]
     assert "not an offset" in by_path[f"{g}/offsets/u/0"]
     assert "data: 'not-a-number'" in by_path[f"{g}/offsets/u/0"]
     assert "(100000 bytes)" in by_path[f"{g}/offsets/u/1"]  # quoted, never whole

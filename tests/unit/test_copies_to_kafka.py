@@ -26,8 +26,10 @@ class FakeCommitter:
         self.transactions: list[dict] = []
         self.refuse = refuse
         self.release = threading.Event()
+        self.started = threading.Event()  # a transaction is in flight
 
     def commit_ahead(self, per_group, direction, keep=None):
+        self.started.set()
         self.release.wait(10)
         self.transactions.append({g: dict(o) for g, o in per_group.items()})
         if self.refuse & set(per_group):
@@ -43,6 +45,7 @@ def test_everything_handed_over_during_a_commit_goes_in_the_next_transaction() -
     fake, reported = FakeCommitter(), []
     c = copies(fake, reported)
     c.submit({"a": {T0: 1}})  # in flight until released
+    assert fake.started.wait(10)  # (else the thread may take the next copy with it)
     c.submit({"a": {T0: 2, T1: 5}})
     c.submit({"b": {T0: 7}})
     c.submit({"a": {T0: 3}})  # a later copy of a partition replaces the one not sent

@@ -16,7 +16,9 @@ from bridge.flows import kafka_groups
 from bridge.flows import paging as flow
 from bridge.kafka.views import GroupView, ListedGroup
 from bridge.zookeeper.owned import VERIFY_EVERY_S, VERIFY_PAGE_NODES, OwnedTree
-from bridge.zookeeper.writer import Ledger
+from bridge.zookeeper.verification import GroupsRead
+from bridge.zookeeper.writer import Ledger, LedgerRead
+from tests.conftest import wait_for
 
 
 @given(st.lists(st.integers(0, 5000), max_size=300))
@@ -208,26 +210,81 @@ def test_a_resync_during_a_verification_waits_for_it_to_finish():
     assert tree.resync(flow.pages) is True and tree.verifying[0] == first
 
 
+def _recording(tree: OwnedTree, read: list[list[str]], gate: threading.Event | None = None):
+    """``tree`` reads its pages into ``read`` (nothing found); off the test's thread, after
+    ``gate`` if given."""
+
+    def fake(page: list[str]) -> GroupsRead:
+        if gate is not None and threading.current_thread() is not threading.main_thread():
+            assert gate.wait(10)
+        read.append(list(page))
+        return GroupsRead(list(page), LedgerRead(set(), set()), {})
+
+    tree.read_groups = fake  # type: ignore[method-assign]
+
+
+def _read_ended(tree: OwnedTree) -> None:
+    """Until the page under way (if any) was read on its thread."""
+    prefetch = tree.verify_read
+    wait_for(lambda: not prefetch.pending or prefetch.ready(), 10, 0.005, "the page's read")
+
+
 def test_verification_pages_are_small_and_paced():
     """Pages of 2,000 offsets back to back took 78 % of an idle bridge's main thread at
-    10,000 groups: a page holds about VERIFY_PAGE_NODES nodes, and one is verified at most
+    10,000 groups: a page holds about VERIFY_PAGE_NODES nodes, and one is read at most
     every VERIFY_EVERY_S; the term's first pass reads only the groups still pending."""
     _, tree = _loaded_tree(20, 100)
     read: list[list[str]] = []
-    tree.reload = read.append  # type: ignore[method-assign]
+    _recording(tree, read)
     tree.resync(flow.pages)
     assert max(len(p) for p in tree.verifying) <= VERIFY_PAGE_NODES // 100 + 1
     for now in (10.0, 10.0 + VERIFY_EVERY_S / 2, 10.0 + VERIFY_EVERY_S * 1.01):
         tree.verify_page(now=now)
+        _read_ended(tree)
     assert len(read) == 2  # the second call came too soon
     # the term's first pass: a group read at its first decision is not read again
     fresh = OwnedTree(None, SimpleNamespace(ledger=Ledger("/r")), ("/consumers",), print)  # type: ignore[arg-type]
-    fresh.reload = read.append  # type: ignore[method-assign]
+    _recording(fresh, read)
     fresh.loaded, fresh._first_pass = True, True
     fresh.pending, fresh.verifying = {"b"}, [["a", "b"], ["c"]]
     fresh.verify_page(now=1.0)
+    _read_ended(fresh)
     fresh.verify_page(now=2.0)
-    assert read[-2:] == [["b"], []] and not fresh._first_pass
+    assert read[-1] == ["b"] and not fresh.pending and not fresh._first_pass
+    assert not fresh.verify_read.pending  # "c" was read at its first decision
+
+
+def test_a_page_is_read_off_the_tick_and_what_the_tick_touched_meanwhile_is_read_again():
+    """A page is read on its own thread (the tick goes on meanwhile) and compared by the
+    tick after the read ended; a group the tick wrote or read again meanwhile is not
+    taken from that older read but queued for a later page. A read that failed is queued
+    again whole."""
+    _, tree = _loaded_tree(4, 1)
+    read: list[list[str]] = []
+    gate = threading.Event()
+    _recording(tree, read, gate)
+    tree.verifying = [["g000", "g001"], ["g002"]]
+    tree.verify_page(now=1.0)
+    tree.verify_page(now=9.0)  # still reading: nothing compared, nothing more started
+    assert tree.verify_read.pending and read == [] and tree.verifying == [["g002"]]
+    adopted: list[list[str]] = []
+    tree._adopt_groups = lambda r: adopted.append(r.groups)  # type: ignore[method-assign]
+    tree.reload(["g001"])  # the tick read g001 again meanwhile (adopted at once)
+    gate.set()
+    _read_ended(tree)
+    tree.verify_page(now=9.0)
+    assert adopted == [["g001"], ["g000"]]  # g001 from the tick's read, not the page's
+    assert tree.verifying == [["g001"]] and tree.verify_read.pending  # g002 under way
+
+    def failing(page: list[str]) -> GroupsRead:
+        raise ConnectionError("ZooKeeper went away")
+
+    _read_ended(tree)
+    tree.read_groups = failing  # type: ignore[method-assign]
+    tree.verify_page(now=20.0)  # g002 compared, g001's read starts and fails
+    _read_ended(tree)
+    tree.verify_page(now=20.0)
+    assert adopted[-1] == ["g002"] and tree.verifying == [["g001"]]
 
 
 def test_markers_of_nodes_without_children_are_not_listed():
