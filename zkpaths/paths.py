@@ -8,6 +8,7 @@ path it accepts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from zkpaths.errors import ZkPathError
@@ -124,6 +125,22 @@ def offset_path(group: str, topic: str, partition: int) -> str:
         topic_problem(topic),
         id_problem(partition, "partition"),
     )
+
+
+def offset_paths(group: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """:func:`offset_path` of each (topic, partition), keyed by it: the group and each topic
+    checked once, not once per partition (a group's hundred offsets at every commit)."""
+    dirs: dict[str, str] = {}
+    out: dict[tuple[str, int], str] = {}
+    for key in partitions:
+        topic, partition = key
+        base = dirs.get(topic)
+        if base is None or id_problem(partition, "partition") is not None:
+            out[key] = offset_path(group, topic, partition)  # raises naming the node
+            dirs[topic] = out[key].rsplit("/", 1)[0]
+        else:
+            out[key] = f"{base}/{partition}"
+    return out
 
 
 # -- typed descriptions ----------------------------------------------------------------------

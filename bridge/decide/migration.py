@@ -299,18 +299,19 @@ def offset_nodes(
     if kafka_offsets is not None and kafka_writers is not None:
         to_kafka = {tp: o for tp, o in rec.to_kafka.items() if tp not in kafka_writers}
     out = OffsetPlan(to_kafka=to_kafka, written_zk=to_zk)
-    for tp in set(owned_offsets) | set(to_zk):
-        value = max(zk_offsets.get(tp, -1), to_zk.get(tp, -1))
-        if value < 0:
-            continue
-        path = zkpaths.offset_path(group, tp.topic, tp.partition)
-        for parent in (
-            zkpaths.CONSUMERS,
-            zkpaths.consumer_group_path(group),
-            zkpaths.offsets_path(group),
-            zkpaths.topic_offsets_path(group, tp.topic),
-        ):
-            out.desired.setdefault(parent, Desired(structural=True))
+    values = {
+        tp: value
+        for tp in set(owned_offsets) | set(to_zk)
+        if (value := max(zk_offsets.get(tp, -1), to_zk.get(tp, -1))) >= 0
+    }
+    if not values:
+        return out
+    paths = zkpaths.offset_paths(group, values)
+    structural = Desired(structural=True)  # one for every parent: they only need to exist
+    parents = [zkpaths.CONSUMERS, zkpaths.consumer_group_path(group), zkpaths.offsets_path(group)]
+    parents += {path.rsplit("/", 1)[0] for path in paths.values()}
+    out.desired.update(dict.fromkeys(parents, structural))
+    for tp, value in values.items():
         foreign = tp in zk_offsets and tp not in owned_offsets
-        out.desired[path] = Desired(zkpaths.encode_offset(value), adopt=foreign)
+        out.desired[paths[tp]] = Desired(zkpaths.encode_offset(value), adopt=foreign)
     return out

@@ -35,6 +35,7 @@ from bridge.decide.next_gen_handover import NextGenDecision
 from bridge.decide.plan import Node
 from bridge.decide.simple_commits import ProxyIdentity
 from bridge.flows.coexist_next_gen import commit_departed, decide_next_gen
+from bridge.flows.coexist_reads import GroupReads, read_group
 from bridge.kafka.cluster import consumer_heartbeat_interval_ms
 from bridge.kafka.commit import OffsetCommitter
 from bridge.kafka.proxy import PROXY_CLIENT_ID, ProxyMember, ProxyPool
@@ -42,7 +43,7 @@ from bridge.kafka.views import CLASSIC, CONSUMER, GroupView
 from bridge.metrics import METRICS
 from bridge.zookeeper.reader import ConsumerTreeReader, NodeProblem
 from zkpaths import TopicPartition
-from zkpaths.dialects import KAFKA_NODE, Member, member_threads
+from zkpaths.dialects import KAFKA_NODE, Member
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class Coexistence:
         self._lock = threading.Lock()
         #: the groups flow's reader (its watches: only changed nodes are read again)
         self.reader: ConsumerTreeReader | None = None
+        #: and each mixed group's read, kept until something below the group changed
+        self.reads: GroupReads | None = None
         self.committer = OffsetCommitter(admin, client_options, transactional_id)
 
     # ---- the leader gate, on the proxies' IO loop -------------------------------------------
@@ -227,33 +230,31 @@ class Coexistence:
     def read_state(
         self, group: str, legacy_ids: list[str], owned: set[str], partitions: dict[str, int]
     ) -> tuple[ZkGroupState, dict[str, tuple[str, ...]]]:
-        """Old threads (thread -> topics), owners and offsets of ``group``; remembers its
-        members' dialects (``self.members``) for :meth:`refusal`."""
+        """Old threads (thread -> topics), owners and offsets of ``group`` (read again only
+        when something below it changed: ``reads``); remembers its members' dialects
+        (``self.members``) for :meth:`refusal`."""
         reader = self.reader or ConsumerTreeReader(self.zk, report=self._bad_node)
-        threads: dict[str, set[str]] = {}
-        members = reader.members(group, legacy_ids)
-        self.members[group] = members
-        for cid, member in members.items():
-            try:
-                per_topic = member_threads(member, sorted(partitions))
-            except zkpaths.ZkLayoutError as exc:
-                path = zkpaths.consumer_id_path(group, cid)
-                self.report(path, f"old consumer registration unusable: {exc}", "bad_node")
-                continue
-            for topic, ids in per_topic.items():
-                for t in ids:
-                    threads.setdefault(t, set()).add(topic)
-        subscribed = {group: sorted({t for ts in threads.values() for t in ts})}
-        claims = reader.owners(subscribed, partitions)[group]
-        if any(m.dialect == KAFKA_NODE for m in members.values()):
+        ids = tuple(legacy_ids)
+        read = self.reads.cached(group, ids, partitions) if self.reads is not None else None
+        if read is None:
+            read = read_group(reader, group, ids, partitions, self.report)
+            if self.reads is not None:
+                self.reads.keep(group, read)
+        self.members[group] = read.members
+        claims = {tp: thread for tp, (thread, _) in read.claims.items()}
+        if any(m.dialect == KAFKA_NODE for m in read.members.values()):
+            threads = {t: set(ts) for t, ts in read.threads.items()}
             claims = reader.known_owners(group, claims, threads, owned)
+        paths = {tp: path for tp, (_, path) in read.claims.items()}
         owners = {
-            tp: OwnerNode(thread, zkpaths.owner_path(group, tp.topic, tp.partition) in owned)
+            tp: OwnerNode(
+                thread,
+                (paths.get(tp) or zkpaths.owner_path(group, tp.topic, tp.partition)) in owned,
+            )
             for tp, thread in claims.items()
         }
-        offsets = {tp: n.offset for tp, n in reader.offsets(subscribed, partitions)[group].items()}
-        state = ZkGroupState(frozenset(threads), owners, offsets)
-        return state, {t: tuple(sorted(ts)) for t, ts in threads.items()}
+        state = ZkGroupState(frozenset(read.threads), owners, dict(read.offsets))
+        return state, {t: tuple(sorted(ts)) for t, ts in read.threads.items()}
 
     def refusal(
         self, group: str, view: GroupView | None, pending: PendingSync | None = None

@@ -38,7 +38,7 @@ from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
 
 if TYPE_CHECKING:
-    from bridge.flows.groups import Decided
+    from bridge.flows.decided import Decided
 
 
 class GroupStorageModes:
@@ -167,6 +167,6 @@ class GroupStorageModes:
         read = self.reader.offsets(dict.fromkeys(groups), known=known)
         out = {}
         for g, nodes in read.items():
-            mine = {tp for tp in nodes if zkpaths.offset_path(g, tp.topic, tp.partition) in owned}
+            mine = {tp for tp, path in zkpaths.offset_paths(g, nodes).items() if path in owned}
             out[g] = ({tp: n.offset for tp, n in nodes.items()}, mine)
         return out

@@ -24,7 +24,7 @@ from bridge.flows.zk_groups import ZkGroups
 from bridge.kafka.offsets_log import OffsetsLogFollower
 
 if TYPE_CHECKING:
-    from bridge.flows.groups import Decided
+    from bridge.flows.decided import Decided
 
 
 class GroupScope:

@@ -15,13 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
-import zkpaths
 from bridge.config import StormSpout
 from bridge.decide.dialects import pykafka_members, pykafka_refusal, stand_aside
 from bridge.decide.groups import (
@@ -36,9 +34,10 @@ from bridge.decide.groups import (
 )
 from bridge.decide.known import KnownNodes
 from bridge.decide.migration import GroupRecord, StorageMode
-from bridge.decide.plan import Desired
 from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
+from bridge.flows.coexist_reads import GroupReads
+from bridge.flows.decided import Decided, ZkPicture
 from bridge.flows.group_modes import GroupStorageModes
 from bridge.flows.group_scope import GroupScope
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
@@ -74,34 +73,6 @@ FORGET_EVERY_S = 600.0
 #: between ticks, the follower is polled this long at a time, so a wake (a watch, a stop)
 #: set meanwhile is seen within it (a watch wakes a tick: an old consumer joined or committed)
 RECORDS_SLICE_S = 0.005
-
-
-@dataclass(frozen=True)
-class ZkPicture:
-    """ZooKeeper's side of a tick, cut to the groups the tick reconciles."""
-
-    wanted: list[str]  # Kafka's groups to mirror (not being deleted)
-    dead: set[str]  # Kafka's groups being deleted (Dead)
-    zk_groups: list[str]  # groups under /consumers passing the filter
-    mirrored: set[str]  # groups the bridge has nodes of
-    registered: dict[str, list[str]]  # group -> consumer ids under its /ids
-    owned: set[str]  # the bridge's nodes of those groups
-    scope: set[str] | None  # None: every group
-
-
-@dataclass
-class Decided:
-    """What the groups' decisions of a tick ask for."""
-
-    desired: dict[str, Desired] = field(
-        default_factory=lambda: {zkpaths.CONSUMERS: Desired(structural=True)}
-    )
-    skipped: dict[str, str] = field(default_factory=dict)  # not mirrored: why
-    mixed: set[str] = field(default_factory=set)  # shared with old consumers
-    stopped: set[str] = field(default_factory=set)  # only in ZooKeeper, no live old consumer
-    refresh: set[str] = field(default_factory=set)  # nodes others write too: read again
-    suggested: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
-    aside: dict[str, str] = field(default_factory=dict)  # dialects cannot share them: why
 
 
 class GroupMirrorFlow(GroupStorageModes, GroupScope):
@@ -179,6 +150,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         self.watched_records = WatchedRecords(self.root, self.watched, self.watched_data)
         if self.coexist is not None:
             self.coexist.reader = self.reader  # mixed groups read through the same watches
+            self.coexist.reads = GroupReads((self.watched, self.watched_data))
         self.storm = StormSpouts(
             storm_spouts,
             self.reader,
@@ -395,6 +367,8 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         if self.coexist is not None:
             for g in self.coexist.groups() - decided.mixed - pic.unread:
                 self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
+            if self.coexist.reads is not None:  # every mixed group is decided every tick
+                self.coexist.reads.retain(decided.mixed)
         for g in tree.mirrored - set(tree.wanted) - decided.mixed - set(decided.aside):
             # the group's own owned nodes, from the ledger's index: a scan of the tick's
             # owned set per deleted group was 4 % of the main thread at 10,000 groups

@@ -224,3 +224,32 @@ def test_parse_rejects_non_strings() -> None:
 def test_topic_at_max_length_is_fine() -> None:
     topic = "t" * 249
     assert parse_path(zkpaths.topic_path(topic)) == TopicPath(topic)
+
+
+def _each(group: str, keys: list[tuple[str, object]]) -> dict | str:
+    """The reference: offset_path node by node (or the first error's text)."""
+    try:
+        return {k: zkpaths.offset_path(group, k[0], k[1]) for k in keys}  # type: ignore[arg-type]
+    except ZkPathError as exc:
+        return str(exc)
+
+
+@given(
+    st.one_of(node_names, st.sampled_from(["", ".", "..", "ok"])),
+    st.lists(
+        st.tuples(
+            st.one_of(topics, st.sampled_from(["", "bad topic", "t"])),
+            st.one_of(ids, st.integers(-5, -1), st.just(2**31), st.just(True)),
+        ),
+        max_size=30,
+    ),
+)
+@settings(max_examples=300)
+def test_offset_paths_are_offset_path_of_each_partition(group: str, keys) -> None:
+    """The batch builder checks the group and each topic once; what it builds, and the
+    error it raises for a bad name or partition, are offset_path's for each node."""
+    try:
+        got: dict | str = zkpaths.offset_paths(group, keys)
+    except ZkPathError as exc:
+        got = str(exc)
+    assert got == _each(group, keys)

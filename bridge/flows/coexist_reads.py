@@ -1,0 +1,121 @@
+"""Each mixed group's ZooKeeper side as last read, read again only when it changed.
+
+A group with old consumers registered is decided every tick (its consumers write its nodes
+at any moment), and each decision read its registrations, owners and offsets through the
+watched caches: cached, but parsed and decoded again every tick. With twenty groups of old
+consumers x 100 partitions committing 1,000 offsets/s, those reads were 38 % of the main
+thread and each tick's decisions took 90-280 ms (``bench.fleet``), which every old
+consumer's commit waited for.
+
+Here a group's read is kept until a watch on a path below ``/consumers/<g>`` fires (the
+same watches that keep the caches true: ``FireCounter``), its registered ids change, or
+the topics' partition counts are read again. A group is tracked before it is read, so a
+watch firing during the read drops it at the next tick: a read is never kept past a
+change it did not see. Nothing about the bridge's own ledger is kept (which owner nodes
+are the bridge's fences is looked up every time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import zkpaths
+from bridge.zookeeper.reader import ConsumerTreeReader
+from bridge.zookeeper.verification import group_of
+from bridge.zookeeper.watched import FireCounter
+from zkpaths import TopicPartition
+from zkpaths.dialects import Member, member_threads
+
+CONSUMERS_PREFIX = "/consumers/"
+
+
+@dataclass(frozen=True)
+class GroupRead:
+    """What ZooKeeper said of a mixed group: its old consumers, threads, claims, offsets."""
+
+    ids: tuple[str, ...]  # the registered consumer ids it was read for
+    partitions: Mapping[str, int]  # the partition counts it was read with (by identity)
+    members: dict[str, Member]
+    threads: dict[str, frozenset[str]]  # thread id -> topics
+    claims: dict[TopicPartition, tuple[str, str]]  # partition -> (thread id, owner path)
+    offsets: dict[TopicPartition, int]
+
+
+class GroupReads:
+    """The reads of mixed groups, dropped as the watches below each group fire."""
+
+    def __init__(self, watched: Iterable) -> None:
+        """``watched``: the caches the reads go through (children and data)."""
+        self._reads: dict[str, GroupRead] = {}
+        self._tracked: set[str] = set()
+        self._fired: list[FireCounter] = [w.counter(self._below_tracked) for w in watched]
+        self.hits = 0  # reads served from here (tests, and a figure to look at)
+
+    def _below_tracked(self, path: str) -> bool:
+        return path.startswith(CONSUMERS_PREFIX) and group_of(path) in self._tracked
+
+    def cached(
+        self, group: str, ids: tuple[str, ...], partitions: Mapping[str, int]
+    ) -> GroupRead | None:
+        """The group's last read if nothing below it changed since; else None, and the
+        group is tracked from now on (read it, then :meth:`keep` it)."""
+        self._tracked.add(group)
+        self._drop_fired()
+        read = self._reads.get(group)
+        if read is None or read.ids != ids or read.partitions is not partitions:
+            return None
+        self.hits += 1
+        return read
+
+    def keep(self, group: str, read: GroupRead) -> None:
+        self._reads[group] = read
+
+    def retain(self, groups: Iterable[str]) -> None:
+        """Forget the groups not mixed any more."""
+        keep = set(groups)
+        for g in [g for g in self._reads if g not in keep]:
+            del self._reads[g]
+        self._tracked &= keep | set(self._reads)
+
+    def _drop_fired(self) -> None:
+        for counter in self._fired:
+            paths = counter.take()
+            if paths is None:  # every cached answer was forgotten at once
+                self._reads.clear()
+                continue
+            for p in paths:
+                self._reads.pop(group_of(p), None)
+
+
+def read_group(
+    reader: ConsumerTreeReader,
+    group: str,
+    ids: tuple[str, ...],
+    partitions: Mapping[str, int],
+    report: Callable[[str, str, str], None],
+) -> GroupRead:
+    """The group's registrations, owner claims and offsets as ZooKeeper has them now."""
+    threads: dict[str, set[str]] = {}
+    members = reader.members(group, ids)
+    for cid, member in members.items():
+        try:
+            per_topic = member_threads(member, sorted(partitions))
+        except zkpaths.ZkLayoutError as exc:
+            path = zkpaths.consumer_id_path(group, cid)
+            report(path, f"old consumer registration unusable: {exc}", "bad_node")
+            continue
+        for topic, thread_ids in per_topic.items():
+            for t in thread_ids:
+                threads.setdefault(t, set()).add(topic)
+    subscribed = {group: sorted({t for ts in threads.values() for t in ts})}
+    claims = reader.owners(subscribed, partitions)[group]
+    offsets = reader.offsets(subscribed, partitions)[group]
+    return GroupRead(
+        ids,
+        partitions,
+        members,
+        {t: frozenset(ts) for t, ts in threads.items()},
+        {tp: (t, zkpaths.owner_path(group, tp.topic, tp.partition)) for tp, t in claims.items()},
+        {tp: n.offset for tp, n in offsets.items()},
+    )
