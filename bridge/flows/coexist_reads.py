@@ -9,7 +9,7 @@ consumer's commit waited for.
 
 Here a group's read is kept until a watch on a path below ``/consumers/<g>`` fires (the
 same watches that keep the caches true: ``FireCounter``), its registered ids change, or
-the topics' partition counts are read again. A group is tracked before it is read, so a
+the topics' partition counts change. A group is tracked before it is read, so a
 watch firing during the read drops it at the next tick: a read is never kept past a
 change it did not see. Nothing about the bridge's own ledger is kept (which owner nodes
 are the bridge's fences is looked up every time).
@@ -18,7 +18,7 @@ are the bridge's fences is looked up every time).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import zkpaths
 from bridge.zookeeper.reader import ConsumerTreeReader
@@ -35,7 +35,7 @@ class GroupRead:
     """What ZooKeeper said of a mixed group: its old consumers, threads, claims, offsets."""
 
     ids: tuple[str, ...]  # the registered consumer ids it was read for
-    partitions: Mapping[str, int]  # the partition counts it was read with (by identity)
+    partitions: Mapping[str, int]  # the partition counts it was read with
     members: dict[str, Member]
     threads: dict[str, frozenset[str]]  # thread id -> topics
     claims: dict[TopicPartition, tuple[str, str]]  # partition -> (thread id, owner path)
@@ -63,8 +63,12 @@ class GroupReads:
         self._tracked.add(group)
         self._drop_fired()
         read = self._reads.get(group)
-        if read is None or read.ids != ids or read.partitions is not partitions:
+        if read is None or read.ids != ids:
             return None
+        if read.partitions is not partitions:  # read again every groups.full_interval_s
+            if read.partitions != partitions:
+                return None
+            read = self._reads[group] = replace(read, partitions=partitions)
         self.hits += 1
         return read
 

@@ -106,8 +106,12 @@ def test_a_kept_read_is_served_until_an_old_consumer_changes_the_group(zk, other
     assert _same(_state(reader, reads, ids, partitions), _fresh(zk, ids, partitions))
     assert "g_b" in _state(reader, reads, ids, partitions).members
 
-    more = {"t": 4}  # the partition counts read again
+    kept = _state(reader, reads, ids, partitions)
+    again = dict(partitions)  # the partition counts read again (every second), the same
+    assert _state(reader, reads, ids, again).claims is kept.claims  # still kept
+    more = {"t": 4}  # a partition added
     assert _state(reader, reads, ids, more).partitions is more
+    assert _same(_state(reader, reads, ids, more), _fresh(zk, ids, more))
 
 
 def test_a_change_while_the_group_is_read_drops_the_read_at_the_next_tick(zk, other):
