@@ -146,6 +146,19 @@ def zk(stack, chroot):
 
 
 @pytest.fixture
+def other(stack, chroot):
+    """A second session in the test's chroot, as an old consumer's: its changes reach the
+    bridge's caches by watch only."""
+    from kazoo.client import KazooClient
+
+    c = KazooClient(stack.zk_connect + chroot)
+    c.start()
+    yield c
+    c.stop()
+    c.close()
+
+
+@pytest.fixture
 def admin(stack):
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError

@@ -29,16 +29,6 @@ REG = {"version": 1, "subscription": {"t": 2}, "pattern": "static", "timestamp":
 T0 = TopicPartition("t", 0)
 
 
-@pytest.fixture
-def other(stack, chroot):
-    """An old consumer's session: its writes reach the bridge's caches by watch only."""
-    c = KazooClient(stack.zk_connect + chroot)
-    c.start()
-    yield c
-    c.stop()
-    c.close()
-
-
 def _group(zk: KazooClient) -> None:
     zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
     zk.create(f"/consumers/{G}/owners/t/0", b"g_a-0", makepath=True)

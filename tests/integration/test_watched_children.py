@@ -12,7 +12,6 @@ import socket
 import threading
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.protocol.states import Callback
 
 from bridge.decide.migration import GroupRecord, StorageMode, Transition
@@ -24,16 +23,6 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.integration
 
 IDS = "/consumers/g/ids"
-
-
-@pytest.fixture
-def other(stack, chroot):
-    """A second session, as an old consumer's: its changes reach the cache by watch only."""
-    c = KazooClient(stack.zk_connect + chroot)
-    c.start()
-    yield c
-    c.stop()
-    c.close()
 
 
 def test_served_from_cache_until_an_old_consumer_changes_the_list(zk, other) -> None:
