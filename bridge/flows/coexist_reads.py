@@ -9,10 +9,11 @@ consumer's commit waited for.
 
 Here a group's read is kept until a watch on a path below ``/consumers/<g>`` fires (the
 same watches that keep the caches true: ``FireCounter``), its registered ids change, or
-the topics' partition counts change. A group is tracked before it is read, so a
-watch firing during the read drops it at the next tick: a read is never kept past a
-change it did not see. Nothing about the bridge's own ledger is kept (which owner nodes
-are the bridge's fences is looked up every time).
+the topics' partition counts change; a read is not kept at all while a list it came from
+has no watch (a topic's owners or offsets directory not created yet). A group is tracked
+before it is read, so a watch firing during the read drops it at the next tick: a read is
+never kept past a change it did not see. Nothing about the bridge's own ledger is kept
+(which owner nodes are the bridge's fences is looked up every time).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 import zkpaths
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.verification import group_of
-from bridge.zookeeper.watched import FireCounter
+from bridge.zookeeper.watched import FireCounter, WatchedChildren, WatchedData
 from zkpaths import TopicPartition
 from zkpaths.dialects import Member, member_threads
 
@@ -45,11 +46,12 @@ class GroupRead:
 class GroupReads:
     """The reads of mixed groups, dropped as the watches below each group fire."""
 
-    def __init__(self, watched: Iterable) -> None:
-        """``watched``: the caches the reads go through (children and data)."""
+    def __init__(self, children: WatchedChildren, data: WatchedData) -> None:
+        """The caches the reads go through (lists and nodes)."""
         self._reads: dict[str, GroupRead] = {}
         self._tracked: set[str] = set()
-        self._fired: list[FireCounter] = [w.counter(self._below_tracked) for w in watched]
+        self._lists = children
+        self._fired: list[FireCounter] = [w.counter(self._below_tracked) for w in (children, data)]
         self.hits = 0  # reads served from here (tests, and a figure to look at)
 
     def _below_tracked(self, path: str) -> bool:
@@ -72,8 +74,15 @@ class GroupReads:
         self.hits += 1
         return read
 
-    def keep(self, group: str, read: GroupRead) -> None:
+    def keep(self, group: str, read: GroupRead) -> bool:
+        """Keep ``read`` unless a list it came from has no watch set (a directory absent
+        when read: an old consumer creating it, and a claim below, would fire nothing
+        here). Returns whether it was kept."""
+        if self._lists.held(lists_of(group, read)) != lists_of(group, read):
+            self._reads.pop(group, None)
+            return False
         self._reads[group] = read
+        return True
 
     def retain(self, groups: Iterable[str]) -> None:
         """Forget the groups not mixed any more."""
@@ -90,6 +99,14 @@ class GroupReads:
                 continue
             for p in paths:
                 self._reads.pop(group_of(p), None)
+
+
+def lists_of(group: str, read: GroupRead) -> set[str]:
+    """The lists a read of ``group`` came from: for each topic its old threads subscribe
+    to, its owners' and offsets' directories (its ids are the read's key)."""
+    topics = {t for ts in read.threads.values() for t in ts}
+    base = zkpaths.consumer_group_path(group)
+    return {f"{base}/{kind}/{t}" for t in topics for kind in ("owners", "offsets")}
 
 
 def read_group(

@@ -150,7 +150,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         self.watched_records = WatchedRecords(self.root, self.watched, self.watched_data)
         if self.coexist is not None:
             self.coexist.reader = self.reader  # mixed groups read through the same watches
-            self.coexist.reads = GroupReads((self.watched, self.watched_data))
+            self.coexist.reads = GroupReads(self.watched, self.watched_data)
         self.storm = StormSpouts(
             storm_spouts,
             self.reader,

@@ -39,7 +39,7 @@ def _group(zk: KazooClient) -> None:
 def _world(zk: KazooClient, muted: bool = False):
     watched, data = WatchedChildren(zk), WatchedData(zk)
     reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = (Deaf if muted else GroupReads)((watched, data))
+    reads = (Deaf if muted else GroupReads)(watched, data)
     return reader, reads
 
 
@@ -130,9 +130,38 @@ def test_forgetting_every_cached_answer_drops_every_kept_read(zk):
     _group(zk)
     watched, data = WatchedChildren(zk), WatchedData(zk)
     reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = GroupReads((watched, data))
+    reads = GroupReads(watched, data)
     ids, partitions = ("g_a",), {"t": 2}
     first = _state(reader, reads, ids, partitions)
     assert _state(reader, reads, ids, partitions) is first
     data.clear()  # a lost connection: kazoo dropped every watch
     assert _state(reader, reads, ids, partitions) is not first
+
+
+class Trusting(GroupReads):
+    """The negative control: keeps every read, watched lists or not."""
+
+    def keep(self, group, read) -> bool:
+        self._reads[group] = read
+        return True
+
+
+@pytest.mark.parametrize("kind", [GroupReads, Trusting], ids=["held-only", "trusting"])
+def test_a_read_from_a_directory_not_created_yet_is_not_kept(zk, other, kind):
+    """No thread has claimed a partition yet: ``owners/t`` does not exist, so nothing
+    watches it, and the thread's first claim would fire nothing. Such a read is not kept:
+    the claim is seen at the next tick (kept, it would be missed for good)."""
+    zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
+    zk.create(f"/consumers/{G}/offsets/t/0", b"10", makepath=True)
+    watched, data = WatchedChildren(zk), WatchedData(zk)
+    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
+    reads = kind(watched, data)
+    ids, partitions = ("g_a",), {"t": 2}
+    assert _state(reader, reads, ids, partitions).claims == {}
+    other.create(f"/consumers/{G}/owners/t/0", b"g_a-0", makepath=True)  # the first claim
+    wait_for(lambda: _fresh(zk, ids, partitions).claims, 10, 0.02, "the claim in ZooKeeper")
+    claims = _state(reader, reads, ids, partitions).claims
+    if kind is Trusting:
+        assert claims == {}  # stale for good: what the held check prevents
+    else:
+        assert claims == _fresh(zk, ids, partitions).claims != {}
