@@ -43,12 +43,23 @@ class GroupRead:
     offsets: dict[TopicPartition, int]
 
 
+@dataclass(frozen=True)
+class OffsetsRead:
+    """Every offset node of a mixed group (all its topics, not only the subscribed ones:
+    the storage modes weigh them all), with its path: which ones are the bridge's is
+    looked up in its ledger each time."""
+
+    paths: dict[TopicPartition, str]
+    offsets: dict[TopicPartition, int]
+
+
 class GroupReads:
     """The reads of mixed groups, dropped as the watches below each group fire."""
 
     def __init__(self, children: WatchedChildren, data: WatchedData) -> None:
         """The caches the reads go through (lists and nodes)."""
         self._reads: dict[str, GroupRead] = {}
+        self._offsets: dict[str, OffsetsRead] = {}
         self._tracked: set[str] = set()
         self._lists = children
         self._fired: list[FireCounter] = [w.counter(self._below_tracked) for w in (children, data)]
@@ -84,21 +95,46 @@ class GroupReads:
         self._reads[group] = read
         return True
 
+    def cached_offsets(self, group: str) -> OffsetsRead | None:
+        """The group's offset nodes as last read if none changed since; else None, and
+        the group is tracked from now on (read them, then :meth:`keep_offsets`)."""
+        self._tracked.add(group)
+        self._drop_fired()
+        read = self._offsets.get(group)
+        if read is not None:
+            self.hits += 1
+        return read
+
+    def keep_offsets(self, group: str, read: OffsetsRead) -> bool:
+        """Keep ``read`` unless a list it came from has no watch set (the group's offsets
+        directory absent when read: an old consumer's first commit would fire nothing
+        here). Returns whether it was kept."""
+        base = f"{zkpaths.consumer_group_path(group)}/offsets"
+        lists = {base} | {path.rsplit("/", 1)[0] for path in read.paths.values()}
+        if self._lists.held(lists) != lists:
+            self._offsets.pop(group, None)
+            return False
+        self._offsets[group] = read
+        return True
+
     def retain(self, groups: Iterable[str]) -> None:
         """Forget the groups not mixed any more."""
         keep = set(groups)
-        for g in [g for g in self._reads if g not in keep]:
-            del self._reads[g]
-        self._tracked &= keep | set(self._reads)
+        for kept in (self._reads, self._offsets):
+            for g in [g for g in kept if g not in keep]:
+                del kept[g]
+        self._tracked &= keep | set(self._reads) | set(self._offsets)
 
     def _drop_fired(self) -> None:
         for counter in self._fired:
             paths = counter.take()
             if paths is None:  # every cached answer was forgotten at once
                 self._reads.clear()
+                self._offsets.clear()
                 continue
             for p in paths:
                 self._reads.pop(group_of(p), None)
+                self._offsets.pop(group_of(p), None)
 
 
 def lists_of(group: str, read: GroupRead) -> set[str]:

@@ -26,6 +26,7 @@ from bridge.decide.migration import (
 )
 from bridge.decide.plan import Node
 from bridge.flows.coexist import Coexistence
+from bridge.flows.coexist_reads import OffsetsRead
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.kafka.groups import read_groups
 from bridge.kafka.proxy import PROXY_CLIENT_ID
@@ -87,7 +88,7 @@ class GroupStorageModes:
         # every group's nodes in one pipelined read, but the bridge's own offset nodes of
         # kafka-mode groups no one else shares: those are as it last wrote or read them
         mine = {g for g in groups if g not in mixed and self._mode_of(g) is StorageMode.KAFKA}
-        read = self._zk_offsets(groups, owned, mine)
+        read = self._zk_offsets(groups, owned, mine, mixed)
         inferred: dict[str, StorageMode] = {}
         for g in groups:
             zk_offsets, owned_offsets = read[g]
@@ -152,21 +153,40 @@ class GroupStorageModes:
         return entry[0].mode if entry is not None else None
 
     def _zk_offsets(
-        self, groups: list[str], owned: set[str], mine: set[str] = frozenset()
+        self,
+        groups: list[str],
+        owned: set[str],
+        mine: set[str] = frozenset(),
+        mixed: set[str] = frozenset(),
     ) -> dict[str, tuple[dict[TopicPartition, int], set[TopicPartition]]]:
         """Every offset node of each group now (all groups pipelined together, each node
         read again only when its watch fired), and which ones are the bridge's. The
         bridge's own nodes of the groups ``mine`` are taken from ``known`` (its writes
         are conditional on their versions: a node someone else changed fails the write
-        and its group is read again; the reconcile's pages verify them all)."""
+        and its group is read again; the reconcile's pages verify them all). A ``mixed``
+        group's nodes are kept between ticks until a watch below it fires
+        (``GroupReads.cached_offsets``): its old consumers commit all the time, but most
+        ticks only some of them (decoded again every tick, twenty groups of old
+        consumers x 100 partitions were 45 % of the main thread in ``bench.fleet``)."""
 
         def known(path: str) -> tuple[bytes, int] | None:
             node = self.known.get(path) if path in owned and group_of(path) in mine else None
             return (node.data, node.version) if node is not None else None
 
-        read = self.reader.offsets(dict.fromkeys(groups), known=known)
-        out = {}
+        memo = self.coexist.reads if self.coexist is not None else None
+        kept: dict[str, OffsetsRead] = {}
+        if memo is not None:
+            for g in groups:
+                if g in mixed and (hit := memo.cached_offsets(g)) is not None:
+                    kept[g] = hit
+        read = self.reader.offsets(dict.fromkeys(g for g in groups if g not in kept), known=known)
         for g, nodes in read.items():
-            mine = {tp for tp, path in zkpaths.offset_paths(g, nodes).items() if path in owned}
-            out[g] = ({tp: n.offset for tp, n in nodes.items()}, mine)
-        return out
+            kept[g] = OffsetsRead(
+                zkpaths.offset_paths(g, nodes), {tp: n.offset for tp, n in nodes.items()}
+            )
+            if memo is not None and g in mixed:
+                memo.keep_offsets(g, kept[g])
+        return {
+            g: (r.offsets, {tp for tp, path in r.paths.items() if path in owned})
+            for g, r in kept.items()
+        }

@@ -12,11 +12,13 @@ same checks catch.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from kazoo.client import KazooClient
 
 from bridge.flows.coexist_reads import GroupReads, read_group
+from bridge.flows.group_modes import GroupStorageModes
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from tests.conftest import wait_for
@@ -165,3 +167,76 @@ def test_a_read_from_a_directory_not_created_yet_is_not_kept(zk, other, kind):
         assert claims == {}  # stale for good: what the held check prevents
     else:
         assert claims == _fresh(zk, ids, partitions).claims != {}
+
+
+class Modes(GroupStorageModes):
+    """The groups flow's storage-mode half, with only what ``_zk_offsets`` reads."""
+
+    def __init__(self, reader: ConsumerTreeReader, reads: GroupReads) -> None:
+        self.reader = reader
+        self.coexist = SimpleNamespace(reads=reads)
+        self.known = {}
+
+
+def _all_offsets(zk: KazooClient) -> dict[TopicPartition, int]:
+    """The reference: every offset node of the group, read without caches."""
+    nodes = ConsumerTreeReader(zk, report=print).offsets({G: None})[G]
+    return {tp: n.offset for tp, n in nodes.items()}
+
+
+class Keeping(GroupReads):
+    """The negative control: keeps every offsets read, watched lists or not."""
+
+    def keep_offsets(self, group, read) -> bool:
+        self._offsets[group] = read
+        return True
+
+
+@pytest.mark.parametrize("kind", [GroupReads, Deaf], ids=["counted", "muted"])
+def test_a_mixed_groups_offset_nodes_are_kept_until_one_changes(zk, other, kind):
+    """As the storage modes read them each tick: kept while nothing below the group
+    fired, read again after an old consumer's commit, a new topic's first commit, and a
+    lost connection; which nodes are the bridge's is looked up in ``owned`` each time."""
+    _group(zk)
+    watched, data = WatchedChildren(zk), WatchedData(zk)
+    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
+    reads = kind(watched, data)
+    modes = Modes(reader, reads)
+
+    def offsets(owned: set[str] = frozenset()):
+        return modes._zk_offsets([G], owned, mixed={G})[G]
+
+    assert offsets()[0] == _all_offsets(zk) == {T0: 10, TopicPartition("t", 1): 20}
+    hits = reads.hits
+    mine = f"/consumers/{G}/offsets/t/1"
+    assert offsets({mine}) == ({T0: 10, TopicPartition("t", 1): 20}, {TopicPartition("t", 1)})
+    assert reads.hits == hits + 1  # served from the kept read, the bridge's own looked up
+
+    other.set(f"/consumers/{G}/offsets/t/0", b"11")  # an old consumer commits
+    wait_for(lambda: reader.offsets({G: ["t"]})[G][T0].offset == 11, 10, 0.02, "11 cached")
+    if kind is Deaf:
+        assert offsets()[0][T0] == 10  # stale: what counting the fires prevents
+        return
+    assert offsets()[0] == _all_offsets(zk)
+
+    other.create(f"/consumers/{G}/offsets/u/0", b"5", makepath=True)  # a new topic
+    wait_for(lambda: offsets()[0] == _all_offsets(zk), 10, 0.02, "u-0 seen")
+    data.clear()  # a lost connection: kazoo dropped every watch
+    hits = reads.hits
+    assert offsets()[0] == _all_offsets(zk) and reads.hits == hits
+
+
+@pytest.mark.parametrize("kind", [GroupReads, Keeping], ids=["held-only", "keeping"])
+def test_offsets_read_before_the_first_commit_are_not_kept(zk, other, kind):
+    """No old consumer committed yet: ``offsets`` does not exist, nothing watches it, and
+    the first commit would fire nothing. Such a read is not kept (kept, the commit would
+    be missed for good)."""
+    zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
+    watched, data = WatchedChildren(zk), WatchedData(zk)
+    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
+    modes = Modes(reader, kind(watched, data))
+    assert modes._zk_offsets([G], set(), mixed={G})[G][0] == {}
+    other.create(f"/consumers/{G}/offsets/t/0", b"7", makepath=True)  # the first commit
+    wait_for(lambda: _all_offsets(zk), 10, 0.02, "the commit in ZooKeeper")
+    seen = modes._zk_offsets([G], set(), mixed={G})[G][0]
+    assert seen == ({} if kind is Keeping else {T0: 7})
