@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A znode as ZooKeeper holds it now (slots: the known tree holds one per owned node,
-    a million at fleet size)."""
+class Node(NamedTuple):
+    """A znode as ZooKeeper holds it now. A named tuple, not a dataclass: one is made for
+    every node a tick reads or writes (the known tree hands them out, ``KnownNodes``), and
+    a frozen dataclass's ``__init__`` was a seventh of the groups flow's main thread in
+    ``bench.fleet`` (with the records' and paths' own)."""
 
     data: bytes
     version: int = 0

@@ -32,7 +32,6 @@ from bridge.kafka.groups import read_groups
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
-from bridge.zookeeper.owned import group_of
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.records import WatchedRecords, create_records
 from bridge.zookeeper.writer import FencedWriter
@@ -169,8 +168,8 @@ class GroupStorageModes:
         ticks only some of them (decoded again every tick, twenty groups of old
         consumers x 100 partitions were 45 % of the main thread in ``bench.fleet``)."""
 
-        def known(path: str) -> tuple[bytes, int] | None:
-            node = self.known.get(path) if path in owned and group_of(path) in mine else None
+        def known(group: str, path: str) -> tuple[bytes, int] | None:
+            node = self.known.get(path) if group in mine and path in owned else None
             return (node.data, node.version) if node is not None else None
 
         memo = self.coexist.reads if self.coexist is not None else None

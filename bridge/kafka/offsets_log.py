@@ -34,6 +34,7 @@ from typing import Any, Literal
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTP
 
+from bridge.audit.fast_records import commit_key_fields, commit_value_fields
 from bridge.audit.next_gen import ConsumerGroupKey
 from bridge.audit.records import (
     GroupMetadataKey,
@@ -364,6 +365,9 @@ def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, 
     ``GroupChanged``: the group APIs then say what it is."""
     if key is None:
         return None, Skipped("no key", "a record without a key: skipped")
+    fast = commit_key_fields(key)  # the common case in one pass (see fast_records)
+    if fast is not None and value is not None and (v := commit_value_fields(value)):
+        return OffsetCommitted(fast[0], TopicPartition(fast[1], fast[2]), v[0]), None
     try:
         k = decode_key(key)
     except RecordError as exc:

@@ -82,8 +82,8 @@ class PykafkaOwnerNode:
 
 
 Report = Callable[[NodeProblem], None]
-#: (data, version) of a node the caller knows already, or None: read it
-Known = Callable[[str], "tuple[bytes, int] | None"]
+#: (data, version) of a node (group, path) the caller knows already, or None: read it
+Known = Callable[[str, str], "tuple[bytes, int] | None"]
 
 
 @dataclass(frozen=True)
@@ -404,7 +404,11 @@ class ConsumerTreeReader:
                     self.report(NodeProblem(path, "a partition that does not exist"))
                     continue
                 wanted[path] = (g, tp)
-        given = {p: k for p in wanted if known is not None and (k := known(p)) is not None}
+        given = (
+            {p: k for p, (g, _) in wanted.items() if (k := known(g, p)) is not None}
+            if known is not None
+            else {}
+        )
         got = self.pipelined("get", [p for p in wanted if p not in given])
         got.update({p: (data, _Version(version)) for p, (data, version) in given.items()})
         return [

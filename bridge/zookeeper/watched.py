@@ -11,7 +11,11 @@ whose watch fired since (an old consumer joined, left or committed, a group appe
   that read fires it; a list is served only while its watch is still set, so a fired watch
   makes the next read list again (even before kazoo has called it: read-your-writes holds
   for the bridge's own changes, see :meth:`_Watched._armed`);
-- a path that does not exist is never cached (ZooKeeper arms no watch on it for a read);
+- a path that does not exist arms no watch when read, so its absence is kept only behind
+  an ``exists`` watch set after the read (:meth:`_Watched._watch_absent`): its creation
+  fires it, and until then the path is not asked again (a tick asked ``sync-requests``,
+  absent unless a ``migrate`` is under way, a round trip each: a tenth of the groups
+  flow's time under a commit load);
 - when the connection is lost, kazoo drops every watch (it does not set them again on
   reconnect) and calls each with an event of no path: every entry is dropped then, and the
   next read lists again;
@@ -111,13 +115,21 @@ class _Watched:
         self._taken_off: set[str] = set()
         #: the answers :meth:`expire` queued, forgotten a batch per :meth:`expire_some`
         self._expiring: deque[str] = deque()
+        #: paths read absent whose ``exists`` watch (``_created``) is armed: absent still
+        self._absent: set[str] = set()
 
     def _read(self, paths: Sequence[str], denied: Callable[[str], None] | None) -> dict[str, Any]:
         """Each path's answer (absent paths left out): cached ones, the others read with a
         watch, ``window`` requests in flight."""
         out: dict[str, Any] = {}
+        gone: set[str] = set()  # absent, as its armed exists watch says
         with self._lock:
             for p in paths:
+                if p in self._absent:
+                    if self._armed_absent(p):
+                        gone.add(p)
+                    else:  # created: the event came, kazoo has not called _created yet
+                        self._absent.discard(p)
                 if p not in self._cache:
                     continue
                 if self._armed(p):
@@ -125,7 +137,8 @@ class _Watched:
                 else:  # see _fired: the event came; kazoo has not called the watch yet
                     del self._cache[p]
                     self._taken_off.add(p)
-        missing = [p for p in dict.fromkeys(paths) if p not in out]
+        missing = [p for p in dict.fromkeys(paths) if p not in out and p not in gone]
+        absent: list[str] = []
         for start in range(0, len(missing), self.window):
             chunk = missing[start : start + self.window]
             with self._lock:
@@ -140,14 +153,59 @@ class _Watched:
                         denied(path)
                     continue
                 if got is answers.ABSENT:
-                    continue  # no watch is armed on an absent node: never cached
+                    absent.append(path)  # no watch is armed on an absent node by a read
+                    continue
                 answer = self._answer(got)
                 with self._lock:
                     # armed by this very read: a change since fires it, and _fired drops it
                     if (self._fired_count.get(path, 0), self._cleared) == marks[path]:
                         self._cache[path] = answer
                 out[path] = answer
+        if absent:
+            self._watch_absent(absent)
         return out
+
+    def _watch_absent(self, paths: list[str]) -> None:
+        """Keep ``paths`` as absent behind an ``exists`` watch each (``_created``): one
+        still absent when asked is not read again until that watch fires. One created
+        meanwhile is left to the next read (its watch, armed on the node, fires on its
+        next change: a wake, and nothing kept)."""
+        with self._lock:
+            cleared = self._cleared
+        pending = [(p, self.zk.exists_async(p, watch=self._created)) for p in paths]
+        for path, result in pending:
+            try:
+                stat = answers.answer(result)
+            except NoAuthError:
+                continue
+            with self._lock:
+                # a creation since is caught at the next read (its watch is off the table
+                # then: _armed_absent); the counters hear it from _created either way
+                if stat is None and self._cleared == cleared:
+                    self._absent.add(path)
+
+    def _armed_absent(self, path: str) -> bool:
+        """Whether this cache's ``exists`` watch on ``path`` is still set (kazoo keeps it
+        with the data watches, and takes it off when the creation's event arrives)."""
+        full = (self.zk.chroot or "") + path
+        return self._created in self.zk._data_watchers.get(full, ())
+
+    def _created(self, event: WatchedEvent) -> None:
+        """An absent path's ``exists`` watch fired: created (or, if it was created before
+        the watch was set, changed or deleted). Read again when next asked, and what was
+        derived from its absence is derived again."""
+        if event.path is None:  # the connection was lost: kazoo dropped every watch
+            self.clear()
+            if self.on_change is not None:
+                self.on_change("")
+            return
+        with self._lock:  # counted even before _watch_absent kept it: see there
+            self._absent.discard(event.path)
+            for counter in self._counters:
+                if counter.matches(event.path):
+                    counter.fired(event.path)
+        if self.on_change is not None:
+            self.on_change(event.path)
 
     def _send(self, path: str):
         raise NotImplementedError
@@ -171,7 +229,7 @@ class _Watched:
         not exist when read, or could not be read, has no watch, and nothing fires when
         it changes (what was derived from it must be read again)."""
         with self._lock:
-            return {p for p in paths if p in self._cache}
+            return {p for p in paths if p in self._cache or p in self._absent}
 
     def counter(self, matches: Callable[[str], bool]) -> FireCounter:
         """A count of the watches fired on paths ``matches`` keeps, and of every
@@ -186,6 +244,7 @@ class _Watched:
         connection: kazoo dropped every watch)."""
         with self._lock:
             self._cache.clear()
+            self._absent.clear()
             self._expiring.clear()
             self._taken_off.clear()
             self._cleared += 1
@@ -200,7 +259,7 @@ class _Watched:
         One under way is not started over."""
         with self._lock:
             if not self._expiring:
-                self._expiring = deque(self._cache)
+                self._expiring = deque([*self._cache, *self._absent])
 
     def expire_some(self, count: int = EXPIRE_PER_TICK) -> None:
         """Forget the next ``count`` answers :meth:`expire` queued (read again when next
@@ -208,7 +267,9 @@ class _Watched:
         with self._lock:
             for _ in range(min(count, len(self._expiring))):
                 path = self._expiring.popleft()
-                if self._cache.pop(path, _GONE) is not _GONE:
+                was_absent = path in self._absent
+                self._absent.discard(path)
+                if self._cache.pop(path, _GONE) is not _GONE or was_absent:
                     for counter in self._counters:
                         if counter.matches(path):
                             counter.fired(path)

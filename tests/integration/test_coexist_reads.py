@@ -22,6 +22,7 @@ from bridge.flows.group_modes import GroupStorageModes
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from tests.conftest import wait_for
+from tests.integration.unwatched import Blind
 from zkpaths import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -148,14 +149,16 @@ class Trusting(GroupReads):
         return True
 
 
-@pytest.mark.parametrize("kind", [GroupReads, Trusting], ids=["held-only", "trusting"])
-def test_a_read_from_a_directory_not_created_yet_is_not_kept(zk, other, kind):
-    """No thread has claimed a partition yet: ``owners/t`` does not exist, so nothing
-    watches it, and the thread's first claim would fire nothing. Such a read is not kept:
-    the claim is seen at the next tick (kept, it would be missed for good)."""
+@pytest.mark.parametrize("kind", [GroupReads, Trusting], ids=["watched", "unwatched"])
+def test_a_read_from_a_directory_not_created_yet_is_kept_only_behind_a_watch(zk, other, kind):
+    """No thread has claimed a partition yet: ``owners/t`` does not exist, so a read of it
+    arms no watch; its absence is kept behind an ``exists`` watch, which the thread's
+    first claim fires. Negative control: the absence kept without that watch, and the
+    read kept whatever its lists hold, the claim is missed for good."""
     zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
     zk.create(f"/consumers/{G}/offsets/t/0", b"10", makepath=True)
-    watched, data = WatchedChildren(zk), WatchedData(zk)
+    watched = (WatchedChildren if kind is GroupReads else Blind)(zk)
+    data = WatchedData(zk)
     reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
     reads = kind(watched, data)
     ids, partitions = ("g_a",), {"t": 2}
@@ -226,13 +229,15 @@ def test_a_mixed_groups_offset_nodes_are_kept_until_one_changes(zk, other, kind)
     assert offsets()[0] == _all_offsets(zk) and reads.hits == hits
 
 
-@pytest.mark.parametrize("kind", [GroupReads, Keeping], ids=["held-only", "keeping"])
-def test_offsets_read_before_the_first_commit_are_not_kept(zk, other, kind):
-    """No old consumer committed yet: ``offsets`` does not exist, nothing watches it, and
-    the first commit would fire nothing. Such a read is not kept (kept, the commit would
-    be missed for good)."""
+@pytest.mark.parametrize("kind", [GroupReads, Keeping], ids=["watched", "unwatched"])
+def test_offsets_read_before_the_first_commit_are_kept_only_behind_a_watch(zk, other, kind):
+    """No old consumer committed yet: ``offsets`` does not exist, and a read of it arms no
+    watch; its absence is kept behind an ``exists`` watch, which the first commit fires.
+    Negative control: the absence kept without that watch, and the read kept whatever its
+    lists hold, the commit is missed for good."""
     zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
-    watched, data = WatchedChildren(zk), WatchedData(zk)
+    watched = (WatchedChildren if kind is GroupReads else Blind)(zk)
+    data = WatchedData(zk)
     reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
     modes = Modes(reader, kind(watched, data))
     assert modes._zk_offsets([G], set(), mixed={G})[G][0] == {}

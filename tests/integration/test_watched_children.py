@@ -19,6 +19,7 @@ from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.records import WatchedRecords, record_path
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from tests.conftest import wait_for
+from tests.integration.unwatched import Blind
 
 pytestmark = pytest.mark.integration
 
@@ -96,11 +97,26 @@ def test_the_bridges_own_change_is_seen_by_its_next_read(zk) -> None:
     assert watched.children([IDS])[IDS] == zk.get_children(IDS) == ["seed"]
 
 
-def test_an_absent_list_is_not_cached(zk) -> None:
-    watched = WatchedChildren(zk)
-    assert watched.children([IDS]) == {IDS: []}
-    zk.create(f"{IDS}/g_a", b"", makepath=True)  # no watch could be set on the absent node
-    assert watched.children([IDS]) == {IDS: ["g_a"]}
+@pytest.mark.parametrize("kind", [WatchedChildren, Blind], ids=["watched", "blind"])
+@pytest.mark.parametrize("creator", ["other", "own"])
+def test_an_absent_list_is_kept_absent_until_it_is_created(zk, other, kind, creator) -> None:
+    """A read arms no watch on an absent node: its absence is kept behind an ``exists``
+    watch, not asked again until that fires (by another session, or by the bridge's own,
+    seen by its next read), and what was derived from it hears of the creation."""
+    watched = kind(zk)
+    fired = watched.counter(lambda path: path == IDS)
+    assert watched.children([IDS]) == {IDS: []} and watched.listed == 1
+    for _ in range(3):
+        assert watched.children([IDS]) == {IDS: []}
+    assert watched.listed == 1 and watched.held([IDS]) == {IDS}  # not asked again
+    (other if creator == "other" else zk).create(f"{IDS}/g_a", b"", makepath=True)
+    if kind is Blind:  # kept without a watch: the creation is never seen
+        assert watched.children([IDS]) == {IDS: []}
+        return
+    if creator == "own":  # read-your-writes: the event came before the create's answer
+        assert watched.children([IDS]) == {IDS: ["g_a"]}
+    wait_for(lambda: watched.children([IDS]) == {IDS: ["g_a"]}, 10, what="g_a listed")
+    wait_for(lambda: fired.take() == {IDS}, 10, what="the creation counted")
 
 
 def test_a_lost_connection_drops_every_list(zk, other) -> None:
@@ -140,12 +156,13 @@ def test_the_reconcile_lists_again(zk) -> None:
 @pytest.mark.parametrize("held", [True, False], ids=["checked", "negative-control"])
 def test_the_first_records_made_where_none_were_are_read(zk, other, monkeypatch, held):
     """The storage-mode records are derived again only when a watch on them fired, but
-    ZooKeeper arms no watch on a directory that does not exist: the first record made
-    (by ``zk-bridge migrate``, another bridge) fired nothing. A read that did not hold a
-    watch on every list and record is made again. Negative control: with every path taken
-    as held, the record made later is never read."""
+    ZooKeeper arms no watch on a directory that does not exist when it is read: the
+    first record made (by ``zk-bridge migrate``, another bridge) would fire nothing. The
+    directory's absence is kept behind an ``exists`` watch, which fires then. Negative
+    control: its absence kept without that watch, and every path taken as held, the
+    record made later is never read."""
     root = "/kzb-records"
-    records = WatchedRecords(root, WatchedChildren(zk), WatchedData(zk))
+    records = WatchedRecords(root, (WatchedChildren if held else Blind)(zk), WatchedData(zk))
     if not held:
         monkeypatch.setattr(records.children, "held", lambda paths: set(paths))
     assert records.read() == {}

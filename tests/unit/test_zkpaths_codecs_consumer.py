@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -228,3 +229,29 @@ def test_offset_encoder_rejects() -> None:
 @given(st.integers(-1, 2**63 - 1))
 def test_offset_round_trip(offset: int) -> None:
     assert decode_offset(encode_offset(offset)) == offset
+
+
+def _reference_offset(data: bytes) -> int | None:
+    """The old consumer's offset node, as Kafka's ZkUtils reads it (``toLong`` of the
+    text; -1 is its "no offset"), None where that is not an offset."""
+    if re.fullmatch(rb"-1|[0-9]{1,19}", data) and int(data) <= 2**63 - 1:
+        return int(data)
+    return None
+
+
+@settings(max_examples=1500)
+@given(
+    st.one_of(
+        st.integers(-3, 2**64).map(lambda n: str(n).encode()),
+        st.text("0123456789-+ é", max_size=22).map(str.encode),
+        st.binary(max_size=22),
+    )
+)
+def test_offset_agrees_with_the_reference(data: bytes) -> None:
+    """Plain digits take a shorter way than the checked one: same answers, same refusals."""
+    expected = _reference_offset(data)
+    if expected is None:
+        with pytest.raises(CodecError):
+            decode_offset(data)
+    else:
+        assert decode_offset(data) == expected

@@ -152,6 +152,8 @@ def encode_offset(offset: int) -> bytes:
 
 def decode_offset(data: bytes, *, path: str | None = None, limit: int = MAX_NODE_BYTES) -> int:
     """The committed offset; only raises CodecError (for text, negatives below -1, overflow)."""
+    if 0 < len(data) <= min(limit, 18) and data.isdigit():  # plain digits: every commit's
+        return int(data)
     d = Decoder("committed offset", data, path, min(limit, 64))
     text = d.text()
     if not _OFFSET.fullmatch(text) or int(text) > INT64_MAX:
