@@ -39,11 +39,12 @@ def _group(zk: KazooClient) -> None:
     zk.create(f"/consumers/{G}/offsets/t/1", b"20", makepath=True)
 
 
-def _world(zk: KazooClient, muted: bool = False):
-    watched, data = WatchedChildren(zk), WatchedData(zk)
+def _world(zk: KazooClient, kind: type[GroupReads] | None = None, blind: bool = False):
+    """A reader through watched caches, and the kept reads of ``kind`` (GroupReads when
+    none is given); ``blind``: absent lists kept without a watch."""
+    watched, data = (Blind if blind else WatchedChildren)(zk), WatchedData(zk)
     reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = (Deaf if muted else GroupReads)(watched, data)
-    return reader, reads
+    return reader, (kind or GroupReads)(watched, data)
 
 
 class Deaf(GroupReads):
@@ -76,7 +77,7 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("muted", [False, True], ids=["counted", "muted"])
 def test_a_kept_read_is_served_until_an_old_consumer_changes_the_group(zk, other, muted):
     _group(zk)
-    reader, reads = _world(zk, muted)
+    reader, reads = _world(zk, Deaf if muted else GroupReads)
     ids, partitions = ("g_a",), {"t": 2}
     first = _state(reader, reads, ids, partitions)
     assert _same(first, _fresh(zk, ids, partitions)) and first.offsets[T0] == 10
@@ -131,9 +132,8 @@ def data_fired(reads: GroupReads) -> bool:
 
 def test_forgetting_every_cached_answer_drops_every_kept_read(zk):
     _group(zk)
-    watched, data = WatchedChildren(zk), WatchedData(zk)
-    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = GroupReads(watched, data)
+    reader, reads = _world(zk)
+    data = reader.watched_data
     ids, partitions = ("g_a",), {"t": 2}
     first = _state(reader, reads, ids, partitions)
     assert _state(reader, reads, ids, partitions) is first
@@ -148,6 +148,10 @@ class Trusting(GroupReads):
         self._reads[group] = read
         return True
 
+    def keep_offsets(self, group, read) -> bool:
+        self._offsets[group] = read
+        return True
+
 
 @pytest.mark.parametrize("kind", [GroupReads, Trusting], ids=["watched", "unwatched"])
 def test_a_read_from_a_directory_not_created_yet_is_kept_only_behind_a_watch(zk, other, kind):
@@ -157,10 +161,7 @@ def test_a_read_from_a_directory_not_created_yet_is_kept_only_behind_a_watch(zk,
     read kept whatever its lists hold, the claim is missed for good."""
     zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
     zk.create(f"/consumers/{G}/offsets/t/0", b"10", makepath=True)
-    watched = (WatchedChildren if kind is GroupReads else Blind)(zk)
-    data = WatchedData(zk)
-    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = kind(watched, data)
+    reader, reads = _world(zk, kind, blind=kind is not GroupReads)
     ids, partitions = ("g_a",), {"t": 2}
     assert _state(reader, reads, ids, partitions).claims == {}
     other.create(f"/consumers/{G}/owners/t/0", b"g_a-0", makepath=True)  # the first claim
@@ -187,23 +188,14 @@ def _all_offsets(zk: KazooClient) -> dict[TopicPartition, int]:
     return {tp: n.offset for tp, n in nodes.items()}
 
 
-class Keeping(GroupReads):
-    """The negative control: keeps every offsets read, watched lists or not."""
-
-    def keep_offsets(self, group, read) -> bool:
-        self._offsets[group] = read
-        return True
-
-
 @pytest.mark.parametrize("kind", [GroupReads, Deaf], ids=["counted", "muted"])
 def test_a_mixed_groups_offset_nodes_are_kept_until_one_changes(zk, other, kind):
     """As the storage modes read them each tick: kept while nothing below the group
     fired, read again after an old consumer's commit, a new topic's first commit, and a
     lost connection; which nodes are the bridge's is looked up in ``owned`` each time."""
     _group(zk)
-    watched, data = WatchedChildren(zk), WatchedData(zk)
-    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    reads = kind(watched, data)
+    reader, reads = _world(zk, kind)
+    data = reader.watched_data
     modes = Modes(reader, reads)
 
     def offsets(owned: set[str] = frozenset()):
@@ -229,19 +221,16 @@ def test_a_mixed_groups_offset_nodes_are_kept_until_one_changes(zk, other, kind)
     assert offsets()[0] == _all_offsets(zk) and reads.hits == hits
 
 
-@pytest.mark.parametrize("kind", [GroupReads, Keeping], ids=["watched", "unwatched"])
+@pytest.mark.parametrize("kind", [GroupReads, Trusting], ids=["watched", "unwatched"])
 def test_offsets_read_before_the_first_commit_are_kept_only_behind_a_watch(zk, other, kind):
     """No old consumer committed yet: ``offsets`` does not exist, and a read of it arms no
     watch; its absence is kept behind an ``exists`` watch, which the first commit fires.
     Negative control: the absence kept without that watch, and the read kept whatever its
     lists hold, the commit is missed for good."""
     zk.create(f"/consumers/{G}/ids/g_a", json.dumps(REG).encode(), makepath=True)
-    watched = (WatchedChildren if kind is GroupReads else Blind)(zk)
-    data = WatchedData(zk)
-    reader = ConsumerTreeReader(zk, report=print, watched=watched, watched_data=data)
-    modes = Modes(reader, kind(watched, data))
+    modes = Modes(*_world(zk, kind, blind=kind is not GroupReads))
     assert modes._zk_offsets([G], set(), mixed={G})[G][0] == {}
     other.create(f"/consumers/{G}/offsets/t/0", b"7", makepath=True)  # the first commit
     wait_for(lambda: _all_offsets(zk), 10, 0.02, "the commit in ZooKeeper")
     seen = modes._zk_offsets([G], set(), mixed={G})[G][0]
-    assert seen == ({} if kind is Keeping else {T0: 7})
+    assert seen == ({} if kind is Trusting else {T0: 7})
