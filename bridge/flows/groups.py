@@ -142,6 +142,8 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         #: tick reads the offset nodes committed since the last one, not every node
         self.watched = WatchedChildren(self.zk, on_change=self._changed)
         self.watched_data = WatchedData(self.zk, on_change=self._changed)
+        # a node someone else changed is read again at once (an old consumer's commit)
+        self.watched_data.refresh = lambda path: path not in self.writer.ledger.owned
         self._forgot_at = float("-inf")  # when the resync last forgot their answers
         self.reader = ConsumerTreeReader(
             self.zk, report=self._bad_node, watched=self.watched, watched_data=self.watched_data

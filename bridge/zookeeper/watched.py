@@ -33,7 +33,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from kazoo.protocol.states import WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from bridge.decide.plan import Node
 from bridge.zookeeper import answers
@@ -117,6 +117,11 @@ class _Watched:
         self._expiring: deque[str] = deque()
         #: paths read absent whose ``exists`` watch (``_created``) is armed: absent still
         self._absent: set[str] = set()
+        #: which changed nodes to read again at once, when their watch fires (see
+        #: :meth:`_refresh`); None: none, they are read when next asked
+        self.refresh: Callable[[str], bool] | None = None
+        #: those reads in flight: path -> (result, the marks when sent)
+        self._refreshing: dict[str, tuple[Any, tuple[int, int]]] = {}
 
     def _read(self, paths: Sequence[str], denied: Callable[[str], None] | None) -> dict[str, Any]:
         """Each path's answer (absent paths left out): cached ones, the others read with a
@@ -141,9 +146,11 @@ class _Watched:
         absent: list[str] = []
         for start in range(0, len(missing), self.window):
             chunk = missing[start : start + self.window]
-            with self._lock:
+            with self._lock:  # a read sent at a fire (refresh) is taken, with its marks
+                sent = {p: self._refreshing.pop(p) for p in chunk if p in self._refreshing}
                 marks = {p: (self._fired_count.get(p, 0), self._cleared) for p in chunk}
-            pending = [(p, self._send(p)) for p in chunk]
+                marks.update({p: mark for p, (_, mark) in sent.items()})
+            pending = [(p, sent[p][0] if p in sent else self._send(p)) for p in chunk]
             for path, result in pending:
                 self.listed += 1
                 try:
@@ -245,6 +252,7 @@ class _Watched:
         with self._lock:
             self._cache.clear()
             self._absent.clear()
+            self._refreshing.clear()
             self._expiring.clear()
             self._taken_off.clear()
             self._cleared += 1
@@ -299,12 +307,48 @@ class _Watched:
                     counter.fired(event.path)
             early = event.path in self._taken_off
             self._taken_off.discard(event.path)
-            if not self._armed(event.path):
+            again = not early and not self._armed(event.path)
+            if again:
                 self._cache.pop(event.path, None)
-                if not early:
-                    self._fired_count[event.path] = self._fired_count.get(event.path, 0) + 1
+                self._fired_count[event.path] = self._fired_count.get(event.path, 0) + 1
+            elif not self._armed(event.path):
+                self._cache.pop(event.path, None)
+        if again and event.type == EventType.CHANGED:
+            self._refresh(event.path)
         if self.on_change is not None:
             self.on_change(event.path)
+
+    def _refresh(self, path: str) -> None:
+        """Read a changed node again now, on kazoo's thread, if ``refresh`` says so (an old
+        consumer's offset node: its commit is read by the next tick, which found it read
+        already, not a hundred round trips it waited for; the bridge's own nodes are not
+        read again: their data is what it wrote). The answer is kept as :meth:`_read`
+        keeps one (not after a fire since it was sent); a tick asking meanwhile takes this
+        read instead of sending another."""
+        if self.refresh is None or not self.refresh(path):
+            return
+        with self._lock:
+            mark = (self._fired_count.get(path, 0), self._cleared)
+            result = self._send(path)
+            self._refreshing[path] = (result, mark)
+
+        def landed(done: Any) -> None:
+            with self._lock:
+                if self._refreshing.get(path, (None,))[0] is not done:
+                    return  # taken by a tick's read, which keeps it
+                del self._refreshing[path]
+            try:
+                got = answers.answer(done)
+            except Exception:  # noqa: BLE001 - a lost connection, an ACL: read when asked
+                return
+            if got is answers.ABSENT:
+                return
+            answer = self._answer(got)
+            with self._lock:
+                if (self._fired_count.get(path, 0), self._cleared) == mark:
+                    self._cache[path] = answer
+
+        result.rawlink(landed)
 
 
 class WatchedChildren(_Watched):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 from kazoo.protocol.states import Callback
@@ -209,3 +210,41 @@ def test_records_made_changed_or_deleted_are_read_alone(zk, other) -> None:
     # g40 and g3 (each again when read before its watch was called); every record was
     # asked of the cache at each read before
     assert data.asked - 40 <= 6
+
+
+OFFSET = "/consumers/g/offsets/t/0"
+
+
+@pytest.mark.parametrize("refresh", [True, False], ids=["refreshed", "negative-control"])
+def test_a_node_someone_else_changed_is_read_again_before_it_is_asked_for(zk, other, refresh):
+    """An old consumer's commit fires the node's data watch; with ``refresh`` the node is
+    read again then, on kazoo's thread, so the next tick finds it read (no round trip it
+    waits for) and it holds the commit; the bridge's own nodes are left alone. Negative
+    control: without ``refresh``, the tick's read goes to ZooKeeper."""
+    zk.create(OFFSET, b"1", makepath=True)
+    zk.create("/consumers/g/offsets/t/1", b"1")
+    data = WatchedData(zk)
+    if refresh:
+        data.refresh = lambda path: path == OFFSET  # the other node stands for the bridge's
+    assert data.get([OFFSET])[OFFSET][0] == b"1" and data.listed == 1
+    other.set(OFFSET, b"2")  # an old consumer commits
+    wait_for(lambda: other.get(OFFSET)[0] == b"2", 10, what="the commit")
+    if refresh:
+        wait_for(lambda: _kept(data, OFFSET) == b"2", 10, 0.01, "read again on its own")
+    else:
+        wait_for(lambda: not data.held([OFFSET]), 10, 0.01, "the watch fired")
+    assert data.get([OFFSET])[OFFSET][0] == b"2"
+    assert data.listed == (1 if refresh else 2)  # the refresh is not the tick's round trip
+    other.set(OFFSET, b"3")  # and again: the refresh's read armed the watch anew
+    wait_for(lambda: data.get([OFFSET])[OFFSET][0] == b"3", 10, 0.01, "the next commit")
+    assert data.get(["/consumers/g/offsets/t/1"])  # the bridge's own: read when asked
+    zk.set("/consumers/g/offsets/t/1", b"2")
+    wait_for(lambda: not data.held(["/consumers/g/offsets/t/1"]), 10, 0.01, "its watch fired")
+    time.sleep(0.5)  # a refresh would have landed by now
+    assert _kept(data, "/consumers/g/offsets/t/1") is None
+
+
+def _kept(data: WatchedData, path: str) -> bytes | None:
+    """What the cache holds for ``path`` now, without reading (None: nothing)."""
+    with data._lock:
+        return data._cache.get(path, (None,))[0]
