@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 
 import pytest
 from kazoo.protocol.states import Callback
@@ -238,9 +237,11 @@ def test_a_node_someone_else_changed_is_read_again_before_it_is_asked_for(zk, ot
     other.set(OFFSET, b"3")  # and again: the refresh's read armed the watch anew
     wait_for(lambda: data.get([OFFSET])[OFFSET][0] == b"3", 10, 0.01, "the next commit")
     assert data.get(["/consumers/g/offsets/t/1"])  # the bridge's own: read when asked
+    told: list[str] = []  # on_change is called after the fire's refresh (if any) was sent
+    data.on_change = told.append
     zk.set("/consumers/g/offsets/t/1", b"2")
-    wait_for(lambda: not data.held(["/consumers/g/offsets/t/1"]), 10, 0.01, "its watch fired")
-    time.sleep(0.5)  # a refresh would have landed by now
+    wait_for(lambda: "/consumers/g/offsets/t/1" in told, 10, 0.01, "its watch fired")
+    assert "/consumers/g/offsets/t/1" not in data._refreshing  # no read sent for it
     assert _kept(data, "/consumers/g/offsets/t/1") is None
 
 
