@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 
 def bridge_command(zookeeper: str, bootstrap: str, *extra: str) -> list[str]:
-    """The bridge as every bench runs it: this interpreter, metrics on a free port."""
+    """The bridge as every bench runs it: this interpreter, metrics on a free port, ended
+    with the bench however the bench ends (``bench.child``)."""
     return [
+        sys.executable,
+        "-m",
+        "bench.child",
         sys.executable,
         "-m",
         "bridge.cli",

@@ -384,11 +384,16 @@ def _burst(
     return burst, peak, len({s.mzxid for s in states.values()})
 
 
+def _exit_on_term(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 @contextmanager
 def bench_session(args: argparse.Namespace) -> Iterator[OffsetBench]:
     """An ``OffsetBench`` on the cluster ``args`` name, or on a private local stack that
     is stopped and removed at the end, as is everything the bench started."""
     pids: dict[str, int] = {"bench": os.getpid()}
+    signal.signal(signal.SIGTERM, _exit_on_term)  # so the finally below runs
     stack = stack_unless_given(args)
     if stack is not None:
         pids.update({n: pid for n, pid in stack.state.pids.items() if pid})
