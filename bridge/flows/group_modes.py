@@ -9,7 +9,7 @@ records and the offsets a tick left (for sync answers) stay the flow's own state
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from kafka import KafkaAdminClient
@@ -73,13 +73,13 @@ class GroupStorageModes:
         wanted: list[str],
         owned: set[str],
         stopped: dict[str, GroupView],
-        fresh: bool = False,
+        asked: Collection[str] = (),
     ) -> dict[str, dict[TopicPartition, int]]:
         """Each group's offset nodes as its storage mode wants them (see decide.migration),
         given the offsets the decisions ask for, into ``decided``; returns the commits
-        Kafka needs. Infers and records the mode of new groups (``fresh``: every record
-        asked of the watches, for a forced sync)."""
-        self.records = self.watched_records.read(fresh)  # only the changed ones read again
+        Kafka needs. Infers and records the mode of new groups (``asked``: groups a forced
+        sync asks about; then every record is asked of the watches)."""
+        self.records = self.watched_records.read(bool(asked))  # only the changed ones again
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         modes = dict.fromkeys(StorageMode, 0)
         mixed = decided.mixed
@@ -112,7 +112,8 @@ class GroupStorageModes:
                 decided.refresh.update(plan.desired)  # consumers write these nodes too
             if plan.to_kafka:
                 to_kafka[g] = plan.to_kafka
-            self._after[g] = offsets_after(zk_offsets, kafka, plan)
+            if g in asked:  # kept for the answer only: every group's was 100 MB at 1M offsets
+                self._after[g] = offsets_after(zk_offsets, kafka, plan)
         self._record_inferred(inferred)
         for mode, count in modes.items():
             METRICS.groups_by_mode.labels(mode=mode.value).set(count)

@@ -250,7 +250,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         wanted = [g for g in tree.wanted if g not in decided.aside]
         stopped = self._stopped_views(decided.stopped, tree.owned)
         phases.mark("decide")
-        to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped, bool(requests))
+        to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped, set(requests))
         phases.mark("modes")
         written = self._write(decided, tree)
         phases.mark("write")
@@ -469,8 +469,8 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         """``zk-bridge migrate`` asks for a forced sync: answer with both stores' offsets as
         this tick left them, so its gate judges a state the bridge actually reached."""
         for g, request in requests.items():
-            if g in self._after:
-                sync.answer(self.writer, self.root, g, request, self._after[g])
+            if (after := self._after.pop(g, None)) is not None:  # from this tick only
+                sync.answer(self.writer, self.root, g, request, after)
 
     def close(self) -> None:
         """The term ended: no copy into Kafka is sent after this, no page read started."""

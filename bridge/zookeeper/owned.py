@@ -162,7 +162,7 @@ class OwnedTree:
         queued, unless one was started less than ``VERIFY_EVERY_S`` ago."""
         now = time.monotonic() if now is None else now
         if self.verify_read.ready():
-            read, again = self.verify_read.take(self.writer.ledger.base)
+            read, again = self.verify_read.take()
             if read is not None:
                 self._adopt_groups(read)
             if again:

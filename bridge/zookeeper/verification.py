@@ -44,12 +44,12 @@ class GroupsRead:
     def scopes(self) -> list[str]:
         return [zkpaths.consumer_group_path(g) for g in self.groups]
 
-    def only(self, keep: set[str], base: str) -> GroupsRead:
-        """The part of the read about the groups ``keep`` (ledger markers below ``base``)."""
+    def only(self, keep: set[str]) -> GroupsRead:
+        """The part of the read about the groups ``keep``."""
         owned = {p for p in self.ledger.owned if group_of(p) in keep}
-        markers = {m for m in self.ledger.markers if group_of(m[len(base) :]) in keep | {""}}
+        inner = {p for p in self.ledger.inner if group_of(p) in keep | {""}}
         nodes = {p: n for p, n in self.nodes.items() if group_of(p) in keep}
-        return GroupsRead([g for g in self.groups if g in keep], LedgerRead(owned, markers), nodes)
+        return GroupsRead([g for g in self.groups if g in keep], LedgerRead(owned, inner), nodes)
 
 
 def read_groups(zk, ledger: Ledger, groups: list[str]) -> GroupsRead:
@@ -84,7 +84,7 @@ class VerifyRead:
     def ready(self) -> bool:
         return self._future is not None and self._future.done()
 
-    def take(self, base: str) -> tuple[GroupsRead | None, list[str]]:
+    def take(self) -> tuple[GroupsRead | None, list[str]]:
         """The read of the page's untouched groups (None if it failed) and the groups to
         verify again later. Call when ``ready``."""
         assert self._future is not None
@@ -96,7 +96,7 @@ class VerifyRead:
             log.debug("a verification page's read failed: %s: %s", type(exc).__name__, exc)
             return None, page
         keep = set(page) - touched
-        return read.only(keep, base), sorted(touched)
+        return read.only(keep), sorted(touched)
 
     def drop(self) -> None:
         """Forget the page under way: its read ends on its own."""

@@ -59,10 +59,11 @@ class BatchStats:
 
 @dataclass
 class LedgerRead:
-    """What a read of part of the ledger found: legacy paths owned, marker nodes there."""
+    """What a read of part of the ledger found, by legacy path: the paths owned, and the
+    other marker nodes there (parents only; "" is the ledger's root)."""
 
     owned: set[str]
-    markers: set[str]
+    inner: set[str]
 
 
 class Ledger:
@@ -71,10 +72,17 @@ class Ledger:
     def __init__(self, root: str) -> None:
         self.base = root.rstrip("/") + "/owned"
         self.owned = OwnedPaths()  # indexed by group: a page costs what its groups hold
-        self.markers: set[str] = set()  # every marker node that exists (owned or parent)
+        #: the marker nodes that exist and own nothing (parents of markers), by legacy path;
+        #: the owned paths' markers are not kept twice: at a million offset nodes a second
+        #: set of full marker paths was 190 MB of the bridge's peak
+        self.inner = OwnedPaths()
 
     def marker(self, path: str) -> str:
         return self.base + path
+
+    def has_marker(self, path: str) -> bool:
+        """Whether the marker node of ``path`` exists ("" is the ledger's root)."""
+        return path in self.owned or path in self.inner
 
     def load(
         self, client: KazooClient, scopes: Iterable[str] = ("/",), nodes: Iterable[str] = ()
@@ -90,6 +98,7 @@ class Ledger:
         """The ledger below each scope (and ``nodes`` alone) as it is now. Reads only:
         safe on another thread than the one writing (the verification's pages)."""
         out = LedgerRead(set(), set())
+        cut = len(self.base)
         frontier = [self.marker("" if s == "/" else s) for s in scopes]
         alone = {self.marker(n) for n in nodes}
         frontier += sorted(alone)
@@ -99,7 +108,7 @@ class Ledger:
                 m = parent(m)
                 ancestors.add(m)
         exists = [(m, client.exists_async(m)) for m in sorted(ancestors)]
-        out.markers.update(m for m, e in exists if answer(e) not in (None, ABSENT))
+        out.inner.update(m[cut:] for m, e in exists if answer(e) not in (None, ABSENT))
         while frontier:
             reads = [
                 (
@@ -116,20 +125,24 @@ class Ledger:
                 if got is ABSENT or children is ABSENT:
                     continue
                 data, _ = got
-                out.markers.add(m)
                 if data == OWNED:
-                    out.owned.add(m[len(self.base) :] or "/")
+                    out.owned.add(m[cut:] or "/")
+                else:
+                    out.inner.add(m[cut:])
                 frontier.extend(f"{m.rstrip('/')}/{c}" for c in children)
         return out
 
     def adopt(self, read: LedgerRead, scopes: Iterable[str], nodes: Iterable[str] = ()) -> None:
-        """``read`` (of ``scopes`` and ``nodes``) replaces what the owned set held there."""
-        self.owned.drop(scopes)
-        for path in nodes:
-            self.owned.discard(path)
+        """``read`` (of ``scopes`` and ``nodes``) replaces what the ledger held there."""
+        scopes = list(scopes)
+        for index in (self.owned, self.inner):
+            index.drop(scopes)
+            for path in nodes:
+                index.discard(path)
         for path in read.owned:
             self.owned.add(path)
-        self.markers |= read.markers
+        for path in read.inner:
+            self.inner.add(path)
 
     def _leaf(self, marker: str) -> bool:
         """Whether ``marker`` records a node that never has children in the legacy layout
@@ -234,42 +247,41 @@ class FencedWriter:
         # which planned op each transaction slot serves (None: an epoch's check)
         owners: list[ZkOp | None] = [None] * len(epochs)
         slots: list[tuple[int, ZkOp]] = []  # slot of each legacy op's own result
-        created: set[str] = set()
+        created: set[str] = set()  # parent markers created (legacy paths)
 
         def add(call, *args, op: ZkOp | None = None, **kw) -> int:
             call(*args, **kw)
             owners.append(op)
             return len(owners) - 1
 
+        ledger = self.ledger
         for op in batch:
-            marker = self.ledger.marker(op.path)
+            path = op.path  # pending, dropped and created hold legacy paths, not markers
             if isinstance(op, Create):
-                for m in self._missing_marker_parents(op.path, pending):
-                    add(txn.create, m, b"", op=op)
+                for m in self._missing_marker_parents(path, pending):
+                    add(txn.create, ledger.marker(m), b"", op=op)
                     created.add(m)
-                slots.append((add(txn.create, op.path, op.data, ephemeral=op.ephemeral, op=op), op))
-                if marker in dropped:
+                slots.append((add(txn.create, path, op.data, ephemeral=op.ephemeral, op=op), op))
+                if path in dropped:
                     # re-created in the same apply (ephemeral <-> persistent): the Delete
                     # before took the marker with it, so it is created again
-                    add(txn.create, marker, OWNED, op=op)
-                    dropped.discard(marker)
-                    pending.add(marker)
-                    created.add(marker)
-                elif op.path in self.ledger.owned:
+                    add(txn.create, ledger.marker(path), OWNED, op=op)
+                    dropped.discard(path)
+                    pending.add(path)
+                elif path in ledger.owned:
                     pass  # marker survived the node (an ephemeral of an expired session)
-                elif marker in self.ledger.markers or marker in pending:
-                    add(txn.set_data, marker, OWNED, op=op)  # was only a parent marker
+                elif path in pending or ledger.has_marker(path):
+                    add(txn.set_data, ledger.marker(path), OWNED, op=op)  # was a parent only
                 else:
-                    add(txn.create, marker, OWNED, op=op)
-                    pending.add(marker)
-                    created.add(marker)
+                    add(txn.create, ledger.marker(path), OWNED, op=op)
+                    pending.add(path)
             elif isinstance(op, SetData):
-                slots.append((add(txn.set_data, op.path, op.data, op.version, op=op), op))
+                slots.append((add(txn.set_data, path, op.data, op.version, op=op), op))
             else:
-                slots.append((add(txn.delete, op.path, op.version, op=op), op))
-                add(txn.delete, marker, op=op)
-                dropped.add(marker)
-                pending.discard(marker)
+                slots.append((add(txn.delete, path, op.version, op=op), op))
+                add(txn.delete, ledger.marker(path), op=op)
+                dropped.add(path)
+                pending.discard(path)
         return txn, (epochs, owners), slots, created
 
     def _finish(
@@ -286,30 +298,31 @@ class FencedWriter:
         self.stats.ops += len(batch)
         METRICS.batches.observe(len(batch))
         session = self.session_id
+        owned, inner = self.ledger.owned, self.ledger.inner
+        for m in created:
+            inner.add(m)
         for i, op in slots:
             version = getattr(results[i], "version", 0)
             apply_to(known, op, version, session)
             if isinstance(op, Delete):
-                self.ledger.owned.discard(op.path)
-                self.ledger.markers.discard(self.ledger.marker(op.path))
+                owned.discard(op.path)
+                inner.discard(op.path)
             elif isinstance(op, Create):
-                self.ledger.owned.add(op.path)
-                self.ledger.markers.add(self.ledger.marker(op.path))
-        self.ledger.markers.update(created)
+                owned.add(op.path)
 
     def _missing_marker_parents(self, path: str, pending: set[str]) -> list[str]:
+        """The parents of ``path`` whose markers neither exist nor are about to (legacy
+        paths, "" for the ledger's root), outermost first."""
         missing: list[str] = []
         p = parent(path)
         while p != "/":
-            m = self.ledger.marker(p)
-            if m in self.ledger.markers or m in pending:
+            if p in pending or self.ledger.has_marker(p):
                 break
-            missing.append(m)
+            missing.append(p)
             p = parent(p)
         else:
-            m = self.ledger.base
-            if m not in self.ledger.markers and m not in pending:
-                missing.append(m)
+            if "" not in pending and not self.ledger.has_marker(""):
+                missing.append("")
         missing.reverse()
         pending.update(missing)
         return missing

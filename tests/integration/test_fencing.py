@@ -116,3 +116,43 @@ def test_a_node_recreated_in_one_batch_stays_in_the_ledger(stack, chroot):
         assert path in fresh.owned and zk.exists(path).ephemeralOwner
     finally:
         zk.stop()
+
+
+def test_the_ledger_in_memory_is_the_ledger_in_zookeeper_and_holds_each_path_once(stack, chroot):
+    """After creates and deletes, the ledger the writer keeps is what a successor reads
+    (I4); the owned paths' markers are not kept a second time (inner holds only the
+    parents, however many offsets), and the owned set holds the planned path itself."""
+    zk = KazooClient(stack.zk_connect + chroot)
+    zk.start()
+    try:
+        writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "a"), Ledger(ROOT))
+        known: dict[str, Node] = {}
+        zk.ensure_path("/consumers/g/offsets/t")
+        zk.ensure_path("/consumers/g/ids")
+        offsets = [f"/consumers/g/offsets/t/{p}" for p in range(50)]
+        writer.apply(
+            [Create(p, b"1") for p in offsets] + [Create("/consumers/g/ids/x", b"")], known
+        )
+        writer.apply([Delete(offsets[7], known[offsets[7]].version)], known)
+        writer.apply([Create("/consumers/g/offsets/t/50", b"1")], known)
+        fresh = Ledger(ROOT)
+        fresh.load(zk, ["/"])
+        assert set(fresh.owned) == set(writer.ledger.owned)
+        assert (
+            set(fresh.inner)
+            == set(writer.ledger.inner)
+            == {
+                "",
+                "/consumers",
+                "/consumers/g",
+                "/consumers/g/offsets",
+                "/consumers/g/offsets/t",
+                "/consumers/g/ids",
+            }
+        )
+        assert offsets[7] not in writer.ledger.owned and not writer.ledger.has_marker(offsets[7])
+        assert all(writer.ledger.has_marker(p) for p in offsets if p != offsets[7])
+        kept = {p: p for p in writer.ledger.owned}
+        assert kept[offsets[3]] is offsets[3]  # the plan's string, not a copy of it
+    finally:
+        zk.stop()

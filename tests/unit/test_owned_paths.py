@@ -38,6 +38,8 @@ def test_the_index_follows_adds_and_discards(paths, discarded, groups) -> None:
         owned.discard(p)
         plain.discard(p)
     assert set(owned) == plain and len(owned) == len(plain)
+    assert all(p in owned for p in paths | set(discarded)) == (plain == paths | set(discarded))
+    assert {p for p in paths | set(discarded) if p in owned} == plain  # found via its bucket
     in_group = {p for p in plain if p.count("/") >= 2 and p.startswith("/consumers/")}
     assert owned.groups() == {p.split("/")[2] for p in in_group}
     assert owned.of_groups(groups) == {
@@ -64,3 +66,12 @@ def test_groups_version_moves_exactly_when_the_groups_change(steps) -> None:
         before, version = set(owned.groups()), owned.groups_version
         owned.add(p) if add else owned.discard(p)
         assert (owned.groups_version != version) == (set(owned.groups()) != before)
+
+
+def test_the_ledger_root_key_is_a_path_like_any_other() -> None:
+    """The ledger keeps the marker of its own root as "" (``Ledger.inner``)."""
+    owned = OwnedPaths({"", "/consumers"})
+    assert "" in owned and "/consumers" in owned and len(owned) == 2
+    owned.discard("")
+    assert "" not in owned and set(owned) == {"/consumers"}
+    assert 3 not in owned  # type: ignore[operator]
