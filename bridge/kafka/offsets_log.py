@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -212,6 +213,8 @@ class OffsetsLogFollower:
         self._echoes: dict[str, dict[TopicPartition, int]] = {}
         #: per group, the offset the last record of each partition said (None: removed)
         self._said: dict[str, dict[TopicPartition, int | None]] = {}
+        #: the consumer's polls run here, one at a time, the caller waiting (see ``poll``)
+        self._poller = ThreadPoolExecutor(1, thread_name_prefix="offsets-poll")
 
     def assign(self, partitions: int) -> None:
         """Start following the topic's ``partitions`` partitions, positioned as ``start``
@@ -259,7 +262,14 @@ class OffsetsLogFollower:
         the first), in log order per partition."""
         if not self.assigned:
             return []
-        fetched = self.consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
+        # On a thread of its own: a poll that finds nothing new leaves kafka-python 3.0 a
+        # reference cycle (its timed-out wait's error, whose traceback holds every frame of
+        # the stack it ran on) that lives until the next full collection, and past it when
+        # that collection froze it (``bridge.heap``). On the tick's stack it kept each
+        # tick's Kafka picture and decisions: about 1 MB/s of growth at 10,000 groups.
+        fetched = self._poller.submit(
+            self.consumer.poll, timeout_ms=timeout_ms, max_records=max_records
+        ).result()
         events: list[Event] = []
         for tp, records in fetched.items():
             for rec in records:
@@ -338,6 +348,7 @@ class OffsetsLogFollower:
 
     def close(self) -> None:
         self.consumer.close(autocommit=False)
+        self._poller.shutdown(wait=False)
 
     # -- decoding --------------------------------------------------------------------------
 

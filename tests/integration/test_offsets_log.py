@@ -7,7 +7,9 @@ restart-after-compaction and unknown-version cases run on a compacted copy the t
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -200,3 +202,45 @@ def test_unknown_record_versions_reported_once_and_skipped(stack, admin, topic_n
     ]
     assert [w for w, _ in reports] == [f"{topic}-0 offset 0", f"{topic}-0 offset 1"]
     assert "v99" in reports[0][1] and "key v42" in reports[1][1]
+
+
+class _Held:
+    """What a tick holds while it polls (its Kafka picture, its decisions)."""
+
+
+def _poll_holding(poll, times: int) -> weakref.ref:
+    held = _Held()
+    ref = weakref.ref(held)
+    for _ in range(times):
+        poll(50)  # an empty topic: every poll waits for a fetch and times out
+    return ref
+
+
+def _held_after_polls(poll) -> bool:
+    """Whether what the caller held outlives its polls, reference counting alone."""
+    gc.collect()
+    gc.disable()  # the garbage in question is cyclic: only the collector would free it
+    try:
+        ref = _poll_holding(poll, 5)
+        time.sleep(1.0)  # the fetches the polls waited for are answered meanwhile
+        return ref() is not None
+    finally:
+        gc.enable()
+        gc.collect()
+
+
+def test_a_poll_that_finds_nothing_keeps_nothing_of_its_caller(stack, admin, topic_name):
+    """kafka-python 3.0's timed-out wait leaves a reference cycle whose traceback holds
+    every frame of the stack the poll ran on; the bridge freezes what survives a full
+    collection (bridge.heap), so on the tick's stack it kept each tick's picture for an
+    hour. The follower polls on a thread of its own; negative control: the consumer's own
+    poll on the caller's stack keeps the caller's locals (if it stops doing so, a newer
+    kafka-python fixed the cycle and the follower's thread can go)."""
+    topic = topic_name("empty")
+    create_topic(admin, topic, 1)
+    follower = OffsetsLogFollower(stack.bootstrap_servers, topic=topic, start="end", partitions=1)
+    try:
+        assert not _held_after_polls(lambda t: follower.poll(timeout_ms=t))
+        assert _held_after_polls(lambda t: follower.consumer.poll(timeout_ms=t))
+    finally:
+        follower.close()
