@@ -222,7 +222,9 @@ def _held_after_polls(poll) -> bool:
     gc.disable()  # the garbage in question is cyclic: only the collector would free it
     try:
         ref = _poll_holding(poll, 5)
-        time.sleep(1.0)  # the fetches the polls waited for are answered meanwhile
+        # neither answer depends on this pause: it only lets the fetches the polls waited
+        # for be answered, so what stays held is garbage, not a wait still pending
+        time.sleep(1.0)
         return ref() is not None
     finally:
         gc.enable()
