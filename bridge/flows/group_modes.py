@@ -53,7 +53,7 @@ class GroupStorageModes:
     kafka: KafkaGroupsReader
     records: dict[str, tuple[GroupRecord, int]]
     watched_records: WatchedRecords
-    #: per group, (zookeeper, kafka) offsets per partition as the last tick left them
+    #: per group a forced sync asks about, (zookeeper, kafka) offsets as this tick left them
     _after: dict[str, dict[TopicPartition, tuple[int, int]]]
     known: Mapping[str, Node]  # each owned (or decided) node as last read
 
