@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 
 from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 
@@ -103,11 +104,8 @@ class AclPolicy:
 
     def acl(self, path: str) -> list[ACL]:
         if self.owner is None:
-            return [ACL(Permissions.ALL, WORLD)]
-        return [
-            ACL(WORLD_PERMS[node_kind(path, self.root)], WORLD),
-            ACL(Permissions.ALL, self.owner),
-        ]
+            return list(_OPEN_ACL)
+        return list(_acl_of(self.owner, node_kind(path, self.root)))
 
     def describe(self) -> str:
         """For a log line: the policy and who owns the nodes, never a credential or hash."""
@@ -121,6 +119,15 @@ class AclPolicy:
 
         who = "" if self.owner is None else f"{self.owner.scheme}:{self.owner.id}"
         return f"{self.name} {hashlib.sha256(who.encode()).hexdigest()[:16]}"
+
+
+_OPEN_ACL = (ACL(Permissions.ALL, WORLD),)
+
+
+@cache
+def _acl_of(owner: Id, kind: NodeKind) -> tuple[ACL, ...]:
+    """The ACL of a kind of node (made once: the fenced writer asks per node it creates)."""
+    return (ACL(WORLD_PERMS[kind], WORLD), ACL(Permissions.ALL, owner))
 
 
 def same_acl(a: list[ACL], b: list[ACL]) -> bool:

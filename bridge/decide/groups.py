@@ -169,13 +169,17 @@ def _members(
 def _offsets(decision: GroupDecision, group: GroupView, partitions: Mapping[str, int]) -> None:
     """The group's committed offsets as data, with the directories they and lag tools need."""
     g, d = group.group_id, decision.desired
+    seen: set[str] = set()  # the topics' directories, made once per topic, not partition
     for tp, offset in group.offsets.items():
         topic = tp.topic
         if topic not in partitions:
             decision.problems.append(f"offset for deleted topic {topic} not mirrored")
             continue
-        d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
         decision.offsets[tp] = offset
+        if topic in seen:
+            continue
+        seen.add(topic)
+        d[zkpaths.topic_offsets_path(g, topic)] = Desired(structural=True)
         # old consumers left owners/<t> behind when they stopped, and lag tools list a
         # group's topics from there: an idle group keeps it while it has offsets for t
         d[zkpaths.topic_owners_path(g, topic)] = Desired(structural=True)

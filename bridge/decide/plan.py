@@ -161,18 +161,17 @@ def apply_to(current: MutableMapping[str, Node], op: ZkOp, version: int, session
     match op:
         case Create(path, data, ephemeral):
             current[path] = Node(data, 0, session_id if ephemeral else 0)
-            if parent(path) in current:
-                up = current[parent(path)]
-                current[parent(path)] = Node(
-                    up.data, up.version, up.ephemeral_owner, up.children + 1
-                )
+            _count_child(current, parent(path), 1)
         case SetData(path, data, _):
             old = current[path]
             current[path] = Node(data, version, old.ephemeral_owner, old.children)
         case Delete(path, _):
             current.pop(path, None)
-            if parent(path) in current:
-                up = current[parent(path)]
-                current[parent(path)] = Node(
-                    up.data, up.version, up.ephemeral_owner, max(0, up.children - 1)
-                )
+            _count_child(current, parent(path), -1)
+
+
+def _count_child(current: MutableMapping[str, Node], path: str, delta: int) -> None:
+    """One child more (or fewer) under ``path``, if it is known."""
+    up = current.get(path)
+    if up is not None:
+        current[path] = up._replace(children=max(0, up.children + delta))

@@ -29,6 +29,7 @@ from bridge.metrics import METRICS
 from bridge.zookeeper.answers import ABSENT, answer
 from bridge.zookeeper.fence import Epoch, Fenced, ShareFence
 from bridge.zookeeper.owned_paths import OwnedPaths
+from bridge.zookeeper.txn import Multi
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ class FencedWriter:
         Raises ``Fenced`` when the epoch moved, ``BatchRejected`` naming the op refused."""
         if self.halted is not None and self.halted.is_set():
             raise Fenced("the bridge is stopping: nothing more is written")
-        txn = self.client.transaction()
+        txn = Multi(self.client)
         epochs = self._epochs([op.path for op in ops])
         for epoch in epochs:
             txn.check(epoch.path, epoch.version)
@@ -240,7 +241,7 @@ class FencedWriter:
 
     def _build(self, batch: list[ZkOp], pending: set[str], dropped: set[str]):
         """One transaction: the epoch check, then each op with its ledger marker."""
-        txn = self.client.transaction()
+        txn = Multi(self.client)
         epochs = self._epochs([op.path for op in batch])
         for epoch in epochs:
             txn.check(epoch.path, epoch.version)
@@ -248,38 +249,41 @@ class FencedWriter:
         owners: list[ZkOp | None] = [None] * len(epochs)
         slots: list[tuple[int, ZkOp]] = []  # slot of each legacy op's own result
         created: set[str] = set()  # parent markers created (legacy paths)
-
-        def add(call, *args, op: ZkOp | None = None, **kw) -> int:
-            call(*args, **kw)
-            owners.append(op)
-            return len(owners) - 1
-
         ledger = self.ledger
+        marker = ledger.marker
         for op in batch:
             path = op.path  # pending, dropped and created hold legacy paths, not markers
             if isinstance(op, Create):
                 for m in self._missing_marker_parents(path, pending):
-                    add(txn.create, ledger.marker(m), b"", op=op)
+                    txn.create(marker(m), b"")
+                    owners.append(op)
                     created.add(m)
-                slots.append((add(txn.create, path, op.data, ephemeral=op.ephemeral, op=op), op))
+                txn.create(path, op.data, op.ephemeral)
+                slots.append((len(owners), op))
+                owners.append(op)
                 if path in dropped:
                     # re-created in the same apply (ephemeral <-> persistent): the Delete
                     # before took the marker with it, so it is created again
-                    add(txn.create, ledger.marker(path), OWNED, op=op)
+                    txn.create(marker(path), OWNED)
                     dropped.discard(path)
                     pending.add(path)
                 elif path in ledger.owned:
-                    pass  # marker survived the node (an ephemeral of an expired session)
+                    continue  # marker survived the node (an ephemeral of an expired session)
                 elif path in pending or ledger.has_marker(path):
-                    add(txn.set_data, ledger.marker(path), OWNED, op=op)  # was a parent only
+                    txn.set_data(marker(path), OWNED)  # was a parent only
                 else:
-                    add(txn.create, ledger.marker(path), OWNED, op=op)
+                    txn.create(marker(path), OWNED)
                     pending.add(path)
+                owners.append(op)
             elif isinstance(op, SetData):
-                slots.append((add(txn.set_data, path, op.data, op.version, op=op), op))
+                txn.set_data(path, op.data, op.version)
+                slots.append((len(owners), op))
+                owners.append(op)
             else:
-                slots.append((add(txn.delete, path, op.version, op=op), op))
-                add(txn.delete, ledger.marker(path), op=op)
+                txn.delete(path, op.version)
+                slots.append((len(owners), op))
+                txn.delete(marker(path))
+                owners += (op, op)
                 dropped.add(path)
                 pending.discard(path)
         return txn, (epochs, owners), slots, created
@@ -369,7 +373,7 @@ class OperatorWriter:
                 f"the ZooKeeper write is about {size} bytes, more than one transaction may "
                 "carry (jute.maxbuffer, 1 MiB by default); nothing was written"
             )
-        txn = self.client.transaction()
+        txn = Multi(self.client)
         for op in ops:
             _add(txn, op)
         _raise_refused(ops, txn.commit())
@@ -388,10 +392,10 @@ def missing_parents(client: KazooClient, paths: Iterable[str]) -> list[Create]:
     return [Create(p, b"") for p, result in exists if result.get() is None]
 
 
-def _add(txn, op: ZkOp | Check) -> None:
-    """One op into a kazoo transaction."""
+def _add(txn: Multi, op: ZkOp | Check) -> None:
+    """One op into a multi-op."""
     if isinstance(op, Create):
-        txn.create(op.path, op.data, ephemeral=op.ephemeral)
+        txn.create(op.path, op.data, op.ephemeral)
     elif isinstance(op, SetData):
         txn.set_data(op.path, op.data, op.version)
     elif isinstance(op, Delete):
