@@ -76,3 +76,18 @@ def test_the_requests_are_kazoos_own(ops, chroot):
 def test_a_path_that_is_not_absolute_and_normalised_is_refused(bad):
     with pytest.raises(ValueError, match="not an absolute, normalised ZooKeeper path"):
         Multi(KazooClient(hosts="127.0.0.1:2181")).create(bad, b"")
+
+
+@given(ops=st.lists(_op, max_size=20), chroot=st.sampled_from(["", "/kafka"]))
+def test_the_bytes_sent_are_kazoos_own(ops, chroot):
+    """The multi-op as ZooKeeper receives it: kazoo's encoder of the same requests is the
+    reference, byte for byte (ACLs of every kind, empty data, versions, flags)."""
+    from kazoo.protocol.serialization import Transaction
+
+    from bridge.zookeeper.txn import _Transaction
+
+    for client in _clients("127.0.0.1:2181" + chroot):
+        requests = _with_multi(client, ops)
+        assert bytes(_Transaction(requests).serialize()) == bytes(
+            Transaction(requests).serialize()
+        )
