@@ -23,8 +23,10 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import EXCEPTIONS
 from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.serialization import CheckVersion, Create, Delete, SetData, Transaction
+from kazoo.protocol.states import ZnodeStat
 from kazoo.security import ACL, OPEN_ACL_UNSAFE
 
 
@@ -75,7 +77,8 @@ class Multi:
 
 
 _INT = struct.Struct("!i")
-_HEADER = struct.Struct("!i?i")  # a multi-op's header before each request: type, done, err
+_HEADER = struct.Struct("!iBi")  # a multi-op's header before each request: type, done, err
+_STAT = struct.Struct("!qqqqiiiqiiq")
 _END = _HEADER.pack(-1, True, -1)
 
 
@@ -116,9 +119,47 @@ def _request(op) -> bytes:
 
 
 class _Transaction(Transaction):
-    """kazoo's multi-op request, serialised without an object per request header."""
+    """kazoo's multi-op request, serialised (and its answer read) without an object per
+    request header."""
 
     __slots__ = ()
 
     def serialize(self) -> bytes:
         return b"".join([*map(_request, self.operations), _END])
+
+    @classmethod
+    def deserialize(cls, data: bytes, offset: int) -> list:
+        """The answer as kazoo reads it: per request, the created path, ``True`` for a
+        delete or check, the new ``ZnodeStat`` of a set, or the error's exception."""
+        results = _read_answer(data, offset)
+        return Transaction.deserialize(data, offset) if results is None else results
+
+
+def _read_answer(data: bytes, offset: int) -> list | None:
+    """A multi-op's answers, or None when one is of a kind the bridge never asks for (or a
+    create without a path, which ZooKeeper never sends): kazoo reads those, quirks and all."""
+    results: list = []
+    kind, done, _ = _HEADER.unpack_from(data, offset)
+    offset += _HEADER.size
+    while done != 1:
+        if kind == Create.type:
+            (n,) = _INT.unpack_from(data, offset)
+            offset += _INT.size
+            if n <= 0:
+                return None
+            results.append(data[offset : offset + n].decode())
+            offset += n
+        elif kind == SetData.type:
+            results.append(ZnodeStat._make(_STAT.unpack_from(data, offset)))
+            offset += _STAT.size
+        elif kind == -1:
+            (err,) = _INT.unpack_from(data, offset)
+            offset += _INT.size
+            results.append(EXCEPTIONS[err]())
+        elif kind in (Delete.type, CheckVersion.type):
+            results.append(True)
+        else:
+            return None
+        kind, done, _ = _HEADER.unpack_from(data, offset)
+        offset += _HEADER.size
+    return results

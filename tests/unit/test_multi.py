@@ -88,6 +88,66 @@ def test_the_bytes_sent_are_kazoos_own(ops, chroot):
 
     for client in _clients("127.0.0.1:2181" + chroot):
         requests = _with_multi(client, ops)
-        assert bytes(_Transaction(requests).serialize()) == bytes(
-            Transaction(requests).serialize()
-        )
+        assert bytes(_Transaction(requests).serialize()) == bytes(Transaction(requests).serialize())
+
+
+_stat = st.tuples(
+    *[st.integers(0, 2**62)] * 4,
+    *[st.integers(0, 2**30)] * 3,
+    st.integers(0, 2**62),
+    *[st.integers(0, 2**30)] * 2,
+    st.integers(0, 2**62),
+)
+_answer = st.one_of(
+    st.tuples(st.just(1), _path),  # a create: the path made
+    st.tuples(st.just(2), st.none()),  # a delete
+    st.tuples(st.just(5), _stat),  # a set: the new stat
+    st.tuples(st.just(13), st.none()),  # a check
+    st.tuples(st.just(-1), st.sampled_from([0, -101, -103, -110, -2, -999])),  # an error
+)
+
+
+def _answer_bytes(answers) -> bytes:
+    """A multi-op's answer as ZooKeeper writes it (jute: header, then the result)."""
+    import struct
+
+    out = b""
+    for kind, value in answers:
+        out += struct.pack("!iBi", kind, 0, -1 if kind != -1 else value)
+        if kind == 1:
+            raw = value.encode()
+            out += struct.pack("!i", len(raw)) + raw
+        elif kind == 5:
+            out += struct.pack("!qqqqiiiqiiq", *value)
+        elif kind == -1:
+            out += struct.pack("!i", value)
+    return out + struct.pack("!iBi", -1, 1, -1)
+
+
+def _comparable(results):
+    return [(type(r), r.args) if isinstance(r, Exception) else r for r in results]
+
+
+@given(answers=st.lists(_answer, max_size=20), pad=st.binary(max_size=4))
+def test_the_answers_read_are_kazoos_own(answers, pad):
+    """kazoo's reader of the same bytes is the reference (errors by type)."""
+    from kazoo.protocol.serialization import Transaction
+
+    from bridge.zookeeper.txn import _read_answer, _Transaction
+
+    data = pad + _answer_bytes(answers)
+    ours, theirs = (_read(reader, data, len(pad)) for reader in (_Transaction, Transaction))
+    assert ours == theirs
+    if ours[:1] != ["raised"]:  # read without kazoo's reader (not handed to it)
+        assert _comparable(_read_answer(data, len(pad))) == ours
+    if -999 not in [value for kind, value in answers if kind == -1]:
+        assert len(ours) == len(answers)
+    else:  # an error code kazoo does not know: both raise
+        assert ours[0] == "raised"
+
+
+def _read(reader, data: bytes, offset: int):
+    try:
+        return _comparable(reader.deserialize(data, offset))
+    except RuntimeError as exc:
+        return ["raised", str(exc)]
