@@ -9,7 +9,8 @@ ZooKeeper server, every rate timed by ZooKeeper's own mtimes (1 ms clock) over n
 written once each, the count of nodes matching the span:
 
 1. raw ceiling: G x P nodes created by pipelined transactions of ``MAX_BATCH_OPS`` ops
-   (what the bridge's writer sends), from a separate process: nodes / (last mtime - first);
+   (what the bridge's writer sends, built and encoded by its ``Multi``), from a separate
+   process: nodes / (last mtime - first);
 2. cold start: G empty groups each commit P offsets, then the bridge starts (default
    settings): when the first and the last offset node appeared, the mirror's write span
    and rate by the same method, and its ratio to the raw ceiling;
@@ -46,6 +47,7 @@ from bench.bridge_metrics import Watcher, Window, describe
 from bench.offsets import OffsetBench, bench_session, parse_common
 from bench.offsets_stats import dist, pct, verdict
 from bench.offsets_zk import delete_tree, read_all
+from bridge.zookeeper.txn import Multi
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 TARGET_COLD_S = 60.0  # every offset node mirrored after a (cold) start
@@ -68,7 +70,7 @@ def raw_create_ceiling(connect: str, root: str, n: int) -> tuple[float, int, int
         batches = [paths[i : i + MAX_BATCH_OPS] for i in range(0, n, MAX_BATCH_OPS)]
         sent = []
         for b in batches:
-            txn = zk.transaction()
+            txn = Multi(zk)  # built and sent as the bridge's own (like with like)
             for p in b:
                 txn.create(p, b"1")
             sent.append(txn.commit_async())

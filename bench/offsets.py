@@ -7,7 +7,8 @@ Without addresses it starts a private local stack. The bridge always runs as a r
 ``python -m bridge.cli run`` child process in a fresh ZooKeeper chroot. One run, all on the
 same ZooKeeper server:
 
-1. raw ceiling: kazoo transactions of ``MAX_BATCH_OPS`` ``set_data`` ops (the bridge's own
+1. raw ceiling: transactions of ``MAX_BATCH_OPS`` ``set_data`` ops, built and encoded as the
+   bridge builds them (``bridge.zookeeper.txn.Multi``; the bridge's own
    batch limit) rewriting G x P nodes back to back, from a separate process, before the
    bridge starts: ops/s;
 2. sustained: G groups x P partitions of one topic; every ``P / rate`` seconds one group

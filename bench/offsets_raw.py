@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from kazoo.client import KazooClient
 
+from bridge.zookeeper.txn import Multi
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
 now = time.perf_counter
@@ -33,7 +34,7 @@ def raw_ceiling(zk: KazooClient, root: str, n: int, seconds: float) -> tuple[flo
         value += 1
         data = str(value).encode()
         for b in batches:
-            txn = zk.transaction()
+            txn = Multi(zk)  # built and sent as the bridge's own (like with like)
             for p in b:
                 txn.set_data(p, data)
             results = txn.commit()
