@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 import zkpaths
 from bridge.kafka.views import GroupView
@@ -64,9 +65,9 @@ def check_step(current: StorageMode, target: StorageMode) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Offsets:
-    """One partition's committed offsets in both stores (None: no commit there)."""
+class Offsets(NamedTuple):
+    """One partition's committed offsets in both stores (None: no commit there; a named
+    tuple: one is made per partition reconciled)."""
 
     zk: int | None
     kafka: int | None

@@ -26,9 +26,9 @@ class Node(NamedTuple):
     children: int = 0
 
 
-@dataclass(frozen=True)
-class Desired:
-    """A znode as a flow wants it.
+class Desired(NamedTuple):
+    """A znode as a flow wants it (a named tuple: one is made per offset node decided, and a
+    frozen dataclass's ``__init__`` costs three times as much).
 
     ``structural`` nodes (``/brokers/ids``, ``/consumers/<g>``) only need to exist: the bridge
     creates them when missing but never rewrites or reports one that someone else made.
