@@ -83,3 +83,20 @@ def test_settles_between_ticks_when_due():
     heap.between_ticks()
     heap.between_ticks()
     assert heap.freezes == 1
+
+
+def test_installed_full_collections_are_rarer_and_uninstalled_cpythons_own_again():
+    """While installed, CPython starts a full collection after ``FULL_EVERY`` collections
+    of the middle generation (its third threshold), not its default 10; a standby (flows
+    stopped) gets the thresholds it had."""
+    from bridge.heap import FULL_EVERY
+
+    before = gc.get_threshold()
+    heap = LongLivedHeap()
+    heap.install()
+    try:
+        assert gc.get_threshold() == (before[0], before[1], FULL_EVERY)
+        heap.install()  # installed twice (a new term): still CPython's to put back
+    finally:
+        heap.uninstall()
+    assert gc.get_threshold() == before
