@@ -37,9 +37,8 @@ def _clients(hosts: str) -> list[KazooClient]:
     return [AclClient(hosts=hosts, acl_policy=POLICY), KazooClient(hosts=hosts)]
 
 
-def _with_kazoo(client: KazooClient, ops) -> list:
-    """The reference: kazoo's own ``TransactionRequest``, argument by argument."""
-    txn = client.transaction()
+def _build(txn, ops) -> list:
+    """The same calls into kazoo's ``TransactionRequest`` (the reference) or a ``Multi``."""
     for kind, path, data, version in ops:
         if kind.startswith("create"):
             txn.create(path, data, ephemeral=kind == "create-ephemeral")
@@ -52,18 +51,12 @@ def _with_kazoo(client: KazooClient, ops) -> list:
     return txn.operations
 
 
+def _with_kazoo(client: KazooClient, ops) -> list:
+    return _build(client.transaction(), ops)
+
+
 def _with_multi(client: KazooClient, ops) -> list:
-    txn = Multi(client)
-    for kind, path, data, version in ops:
-        if kind.startswith("create"):
-            txn.create(path, data, kind == "create-ephemeral")
-        elif kind == "set_data":
-            txn.set_data(path, data, version)
-        elif kind == "delete":
-            txn.delete(path, version)
-        else:
-            txn.check(path, version)
-    return txn.operations
+    return _build(Multi(client), ops)
 
 
 @given(ops=st.lists(_op, max_size=20), chroot=st.sampled_from(["", "/kafka", "/a/b"]))
