@@ -66,8 +66,10 @@ class Multi:
         self.operations.append(CheckVersion(self._full(path), version))
 
     def commit_async(self) -> IAsyncResult:
-        """Sent as kazoo sends its transactions (its answers unchrooted and decoded by
-        kazoo), only serialised by ``_Transaction``."""
+        """Sent as kazoo's ``TransactionRequest.commit_async`` sends its transactions
+        (kazoo's ``_call``: the same queue, answers unchrooted by kazoo), only serialised
+        and read by ``_Transaction``. ``_call`` is kazoo's own, not its public API: the
+        fenced writes of every integration test go through it."""
         result = self._client.handler.async_result()
         self._client._call(_Transaction(self.operations), result)
         return result
