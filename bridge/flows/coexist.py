@@ -26,7 +26,6 @@ from bridge.decide.handover import (
     PendingSync,
     ZkGroupState,
     decide_mixed_group,
-    range_mismatch,
     retry_withheld,
     step_held_sync,
 )
@@ -34,6 +33,7 @@ from bridge.decide.kafka_node import kafka_node_refusal, proxies_only
 from bridge.decide.next_gen_handover import NextGenDecision
 from bridge.decide.plan import Node
 from bridge.decide.simple_commits import ProxyIdentity
+from bridge.flows.coexist_checks import GroupChecks
 from bridge.flows.coexist_next_gen import commit_departed, decide_next_gen
 from bridge.flows.coexist_reads import GroupReads, read_group
 from bridge.kafka.cluster import consumer_heartbeat_interval_ms
@@ -48,7 +48,7 @@ from zkpaths.dialects import KAFKA_NODE, Member
 log = logging.getLogger(__name__)
 
 
-class Coexistence:
+class Coexistence(GroupChecks):
     def __init__(
         self,
         zk: KazooClient,
@@ -84,6 +84,8 @@ class Coexistence:
         #: per group, partition -> when (ms) a forward offset was decided for a fence that
         #: is still up: the fence goes once it has stood (decide.handover.release_fences)
         self.forwarded: dict[str, dict[TopicPartition, int]] = {}
+        #: per group, the last Stable generation judged against range, and the judgement
+        self.judged: dict[str, tuple[JoinedGeneration, dict[str, int], dict]] = {}
         #: the brokers' group.consumer.heartbeat.interval.ms, read at the first mixed
         #: consumer-type group (the proxies there keep pace with it: next_gen_handover)
         self.consumer_heartbeat_ms: int | None = None
@@ -205,6 +207,7 @@ class Coexistence:
             self.held_since,
             self.held_reported,
             self.forwarded,
+            self.judged,
         ):
             for g in [g for g in per_group if not keep(g)]:
                 del per_group[g]
@@ -406,72 +409,6 @@ class Coexistence:
             "group rebalances again once they are free",
             "gate_timeout",
         )
-
-    def _check_leadership(self, group: str, view: GroupView, state: ZkGroupState) -> None:
-        """Surface the one case the gate cannot cover: a new member leads the group."""
-        proxies = [p for (g, _), p in self.proxies.items() if g == group]
-        joined = {m.group_instance_id for m in view.members} & state.old_threads
-        ungated = bool(joined) and not any(p.is_leader for p in proxies)
-        METRICS.ungated_groups.labels(group=group).set(1 if ungated else 0)
-        if ungated:
-            self.report(
-                group,
-                "a new member leads this group: partitions moving from old threads to new "
-                "members are handed over without the SyncGroup gate; the exposure is the old "
-                "consumers' rebalance latency (see docs/coexistence.md)",
-                "ungated",
-            )
-
-    def _check_assignment(
-        self, group: str, view: GroupView, gen: JoinedGeneration, partitions: dict[str, int]
-    ) -> None:
-        """Surface a leader whose assignment is not Kafka's range (old consumers follow it)."""
-        mismatch = range_mismatch(gen, partitions)
-        METRICS.assignment_mismatches.labels(group=group).set(len(mismatch))
-        if not mismatch:
-            return
-        clients = {m.member_id: m.client_id for m in view.members}
-        tp, (given, expected) = next(iter(mismatch.items()))
-        self.report(
-            group,
-            f"the group's leader assigned {len(mismatch)} partition(s) other than Kafka's "
-            f"range, e.g. {tp.topic}-{tp.partition} to {given or 'nobody'} where range gives "
-            f"it to {expected or 'nobody'}; "
-            "old consumers follow range over /ids, so those partitions are fetched by nobody "
-            "or twice. Members' clients: "
-            f"{', '.join(sorted(set(clients.values())))}. A kafka-python 3.0.x leader does "
-            "this (its range assignor drops members); see docs/troubleshooting.md",
-            "assignment_mismatch",
-        )
-
-    def _check_protocol(self, group: str, view: GroupView | None) -> bool:
-        """The protocol vote, made visible: proxies offer only ``range``. True on conflict."""
-        errors = [
-            p.last_error
-            for (g, _), p in self.proxies.items()
-            if g == group and p.last_error and "InconsistentGroupProtocol" in p.last_error
-        ]
-        if not errors:
-            METRICS.protocol_conflicts.labels(group=group).set(0)
-            return False
-        METRICS.protocol_conflicts.labels(group=group).set(1)
-        chosen = view.protocol if view is not None and view.protocol else "unknown"
-        members = (
-            ", ".join(
-                f"{m.member_id} (client {m.client_id})" for m in (view.members if view else ())
-            )
-            or "unknown"
-        )
-        self.report(
-            group,
-            f"the group runs protocol {chosen!r}, which its members chose without 'range': "
-            f"{members}. The bridge's proxies offer only 'range' (the old consumers' "
-            "assignment), so Kafka refuses them (INCONSISTENT_GROUP_PROTOCOL) and the two "
-            "worlds cannot share the group. Configure those members with the range assignor. "
-            "Nothing else was changed.",
-            "protocol",
-        )
-        return True
 
     def _rejoin_leader(self, group: str) -> None:
         for (g, _), proxy in self.proxies.items():
