@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 
-from bridge.decide.plan import Node
+from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, parent
 
 #: an offset node (no owner session, no children): its data and version only
 _Packed = tuple[bytes, int] | tuple[bytes, int, int, int]
@@ -68,6 +68,43 @@ class KnownNodes(MutableMapping[str, Node]):
     def update(self, nodes: Mapping[str, Node] | Iterable[tuple[str, Node]] = (), /) -> None:  # type: ignore[override]
         pairs = nodes.items() if isinstance(nodes, Mapping) else nodes
         self._nodes.update((path, _pack(node)) for path, node in pairs)
+
+    def apply(self, done: Iterable[tuple[ZkOp, int]], session_id: int) -> None:
+        """``plan.apply_to`` for each ``(op, new version)`` of a batch that succeeded, in
+        order, at the packed level: no ``Node`` made per op, and a parent's child count
+        written once per batch rather than unpacked and packed again per child (a cold
+        start's batches create a topic's hundred offset nodes under one directory: that
+        was a seventh of its main thread)."""
+        nodes = self._nodes
+        counts: dict[str, int] = {}  # parent -> its child count so far, written at the end
+        for op, version in done:
+            path = op.path
+            if type(op) is Create:
+                nodes[path] = (op.data, 0, session_id, 0) if op.ephemeral else (op.data, 0)
+                counts.pop(path, None)
+                delta = 1
+            elif type(op) is SetData:
+                old = nodes[path]
+                nodes[path] = (op.data, version, *old[2:])
+                continue
+            elif type(op) is Delete:
+                nodes.pop(path, None)  # a count kept for it is not written back
+                delta = -1
+            else:
+                continue
+            up = parent(path)
+            count = counts.get(up)
+            if count is None:
+                packed = nodes.get(up)
+                if packed is None:
+                    continue
+                count = packed[3] if len(packed) == 4 else 0
+            counts[up] = max(0, count + delta)
+        for path, count in counts.items():
+            packed = nodes.get(path)
+            if packed is not None:
+                owner = packed[2] if len(packed) == 4 else 0
+                nodes[path] = _pack(Node(packed[0], packed[1], owner, count))
 
     def __repr__(self) -> str:
         return f"KnownNodes({len(self._nodes)} nodes)"

@@ -24,6 +24,7 @@ from kazoo.exceptions import (
     RuntimeInconsistency,
 )
 
+from bridge.decide.known import KnownNodes
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
 from bridge.metrics import METRICS
 from bridge.zookeeper.answers import ABSENT, answer
@@ -305,9 +306,13 @@ class FencedWriter:
         owned, inner = self.ledger.owned, self.ledger.inner
         for m in created:
             inner.add(m)
-        for i, op in slots:
-            version = getattr(results[i], "version", 0)
-            apply_to(known, op, version, session)
+        done = [(op, getattr(results[i], "version", 0)) for i, op in slots]
+        if isinstance(known, KnownNodes):
+            known.apply(done, session)
+        else:
+            for op, version in done:
+                apply_to(known, op, version, session)
+        for op, _ in done:
             if isinstance(op, Delete):
                 owned.discard(op.path)
                 inner.discard(op.path)

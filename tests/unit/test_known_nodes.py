@@ -75,3 +75,31 @@ def test_its_nodes_are_not_walked_by_a_full_collection():
     assert gc.is_tracked(Node(b"1", 1))  # the negative control
     assert known["/c/g/ids/m"] == Node(b"{}", 1, 42, 0)
     assert known["/c/g/offsets/t/7"] == Node(b"7", 7)
+
+
+tree = st.sampled_from(["/c", "/c/g", "/c/g/o", "/c/g/o/0", "/c/g/o/1", "/c/g/i", "/c/g/i/m"])
+zk_ops = st.one_of(
+    st.builds(Create, tree, st.binary(max_size=2), st.booleans()),
+    st.builds(SetData, tree, st.binary(max_size=2), st.integers(0, 3)),
+    st.builds(Delete, tree, st.integers(0, 3)),
+)
+
+
+@given(
+    st.dictionaries(tree, nodes, max_size=7),
+    st.lists(st.tuples(zk_ops, st.integers(0, 5)), max_size=16),
+)
+def test_a_batch_applied_at_once_is_apply_to_op_by_op(start, batch):
+    """``KnownNodes.apply`` (child counts written once per batch) against ``apply_to``
+    per op on a plain dict of Node, the definition: the same tree after any batch of
+    creates, sets and deletes, parents made and removed within it included."""
+    reference = dict(start)
+    done = []
+    for op, version in batch:
+        if isinstance(op, SetData) and op.path not in reference:
+            continue  # a set of a node the tree does not know: not a batch that succeeded
+        apply_to(reference, op, version, 7)
+        done.append((op, version))
+    known = KnownNodes(start)
+    known.apply(done, 7)
+    assert dict(known.items()) == reference
