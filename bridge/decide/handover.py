@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import zkpaths
 from bridge.decide.groups import registration_data, structural
@@ -30,8 +31,9 @@ from zkpaths import TopicPartition
 from zkpaths.mirror_ids import mirrored_consumer_id, mirrored_thread_id
 
 
-@dataclass(frozen=True)
-class OwnerNode:
+class OwnerNode(NamedTuple):
+    """An owner node of a mixed group (a named tuple: one is made per claim per tick)."""
+
     thread: str
     ours: bool  # a bridge fence (in the ledger), not a real old consumer's claim
 

@@ -244,18 +244,22 @@ class Coexistence(GroupChecks):
             if self.reads is not None:
                 self.reads.keep(group, read)
         self.members[group] = read.members
-        claims = {tp: thread for tp, (thread, _) in read.claims.items()}
         if any(m.dialect == KAFKA_NODE for m in read.members.values()):
+            claims = {tp: thread for tp, (thread, _) in read.claims.items()}
             threads = {t: set(ts) for t, ts in read.threads.items()}
             claims = reader.known_owners(group, claims, threads, owned)
-        paths = {tp: path for tp, (_, path) in read.claims.items()}
-        owners = {
-            tp: OwnerNode(
-                thread,
-                (paths.get(tp) or zkpaths.owner_path(group, tp.topic, tp.partition)) in owned,
-            )
-            for tp, thread in claims.items()
-        }
+            paths = {tp: path for tp, (_, path) in read.claims.items()}
+            owners = {
+                tp: OwnerNode(
+                    thread,
+                    (paths.get(tp) or zkpaths.owner_path(group, tp.topic, tp.partition)) in owned,
+                )
+                for tp, thread in claims.items()
+            }
+        else:  # every claim as read, with its path (a mixed group's every tick: kept short)
+            owners = {
+                tp: OwnerNode(thread, path in owned) for tp, (thread, path) in read.claims.items()
+            }
         state = ZkGroupState(frozenset(read.threads), owners, dict(read.offsets))
         return state, {t: tuple(sorted(ts)) for t, ts in read.threads.items()}
 

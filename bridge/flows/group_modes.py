@@ -89,6 +89,7 @@ class GroupStorageModes:
         mine = {g for g in groups if g not in mixed and self._mode_of(g) is StorageMode.KAFKA}
         read = self._zk_offsets(groups, owned, mine, mixed)
         inferred: dict[str, StorageMode] = {}
+        topics = pic.partitions.keys()  # not a set copied per group: every topic, each tick
         for g in groups:
             zk_offsets, owned_offsets = read[g]
             mode = self._mode(g, g in mixed, bool(set(zk_offsets) - owned_offsets), pic)
@@ -104,7 +105,7 @@ class GroupStorageModes:
                 owned_offsets,
                 kafka,
                 decided.suggested.get(g, {}),
-                set(pic.partitions),
+                topics,
                 writers,
             )
             decided.desired.update(plan.desired)
