@@ -9,7 +9,8 @@ consumer's commit waited for.
 
 Here a group's read is kept until a watch on a path below ``/consumers/<g>`` fires (the
 same watches that keep the caches true: ``FireCounter``), its registered ids change, or
-the topics' partition counts change; a read is not kept at all while a list it came from
+the topics' partition counts change; an offset node's data watch (an old consumer's
+commit, the change most frequent there) reads that node alone into the kept read; a read is not kept at all while a list it came from
 has no watch (a topic's owners or offsets directory not created yet is watched by an
 ``exists`` watch, see ``bridge.zookeeper.watched``; one that could not be is not). A
 group's offset nodes of every topic, as the storage modes read them, are kept the same way
