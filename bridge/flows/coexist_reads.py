@@ -10,13 +10,14 @@ consumer's commit waited for.
 Here a group's read is kept until a watch on a path below ``/consumers/<g>`` fires (the
 same watches that keep the caches true: ``FireCounter``), its registered ids change, or
 the topics' partition counts change; an offset node's data watch (an old consumer's
-commit, the change most frequent there) reads that node alone into the kept read; a read is not kept at all while a list it came from
-has no watch (a topic's owners or offsets directory not created yet is watched by an
-``exists`` watch, see ``bridge.zookeeper.watched``; one that could not be is not). A
-group's offset nodes of every topic, as the storage modes read them, are kept the same way
-(:meth:`GroupReads.cached_offsets`). A group is tracked
-before it is read, so a watch firing during the read drops it at the next tick: a read is
-never kept past a change it did not see. Nothing about the bridge's own ledger is kept
+commit, the change most frequent there) reads that node alone into the kept read. A read
+is not kept at all while a list it came from has no watch (a topic's owners or offsets
+directory not created yet is watched by an ``exists`` watch, see
+``bridge.zookeeper.watched``; one that could not be is not). A group's offset nodes of
+every topic, as the storage modes read them, are kept the same way
+(:meth:`GroupReads.cached_offsets`). A group is tracked before it is read, so a watch
+firing during the read drops it at the next tick: a read is never kept past a change it
+did not see. Nothing about the bridge's own ledger is kept
 (which owner nodes are the bridge's fences is looked up every time).
 """
 
