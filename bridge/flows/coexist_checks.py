@@ -48,7 +48,8 @@ class GroupChecks:
         else:
             mismatch = range_mismatch(gen, partitions)
             self.judged[group] = (gen, dict(partitions), mismatch)
-            METRICS.assignment_mismatches.labels(group=group).set(len(mismatch))
+        # set every time: the next-generation checks set the same gauge for the group
+        METRICS.assignment_mismatches.labels(group=group).set(len(mismatch))
         if not mismatch:
             return
         clients = {m.member_id: m.client_id for m in view.members}
