@@ -166,6 +166,22 @@ class Coexistence(GroupChecks):
     def groups(self) -> set[str]:
         return {g for g, _ in self.proxies}
 
+    def at_rest(self, groups: set[str]) -> set[str]:
+        """Of ``groups``, the ones where nothing waits on the clock or on a proxy: no
+        SyncGroup held, no withheld assignment to retry, no forward offset standing before
+        its fence goes, not next-generation (its proxies keep pace every pass), and every
+        proxy joined with its SyncGroup answered. Only then is a decision a function of
+        what it read alone, and the flow may leave the group be while that stands
+        (``flows.settled``)."""
+        with self._lock:
+            moving = set(self.pending)
+        moving |= self.retry | self.forwarded.keys() | self.next_gen.keys()
+        moving |= self.held_since.keys()
+        for (g, _), proxy in list(self.proxies.items()):
+            if g in groups and g not in moving and not proxy.synced():
+                moving.add(g)
+        return groups - moving
+
     def committing_proxy(self, group: str) -> ProxyMember | None:
         """A joined proxy of ``group`` to commit the groups flow's copies as (any member of
         the generation may commit for the group), None when none is joined. Called from

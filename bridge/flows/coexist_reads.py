@@ -72,6 +72,8 @@ class GroupReads:
         self._lists = children
         self._data = data
         self._fired: list[FireCounter] = [w.counter(self._below_tracked) for w in (children, data)]
+        #: groups whose kept reads changed (read, patched, forgotten) since ``unchanged``
+        self._changed: set[str] = set()
         self.hits = 0  # reads served from here (tests, and a figure to look at)
 
     def _below_tracked(self, path: str) -> bool:
@@ -101,7 +103,10 @@ class GroupReads:
         here). Returns whether it was kept."""
         if self._lists.held(lists_of(group, read)) != lists_of(group, read):
             self._reads.pop(group, None)
+            self._changed.add(group)
             return False
+        if self._reads.get(group) is not read:
+            self._changed.add(group)
         self._reads[group] = read
         return True
 
@@ -124,9 +129,30 @@ class GroupReads:
         lists = {base} | {path.rsplit("/", 1)[0] for path in read.paths.values()}
         if self._lists.held(lists) != lists:
             self._offsets.pop(group, None)
+            self._changed.add(group)
             return False
+        if self._offsets.get(group) is not read:
+            self._changed.add(group)
         self._offsets[group] = read
         return True
+
+    def unchanged(self, groups: Iterable[str]) -> set[str]:
+        """Of ``groups``, the ones whose kept reads (registrations, claims, every offset
+        node) have stood unchanged since the last call, with no watch below them fired
+        since: ZooKeeper's side of such a group is as its last decision read it (the flow
+        leaves a mixed group alone then: ``flows.settled``). A group read, patched or
+        forgotten since the last call is not: the decision that read it is checked once
+        more, as written, by the next tick."""
+        self._drop_fired()
+        changed, self._changed = self._changed, set()
+        return {
+            g
+            for g in groups
+            if g in self._reads
+            and g in self._offsets
+            and g not in self._committed
+            and g not in changed
+        }
 
     def retain(self, groups: Iterable[str]) -> None:
         """Forget the groups not mixed any more."""
@@ -140,6 +166,7 @@ class GroupReads:
         for counter in self._fired:
             paths = counter.take()
             if paths is None:  # every cached answer was forgotten at once
+                self._changed |= self._reads.keys() | self._offsets.keys()
                 self._reads.clear()
                 self._offsets.clear()
                 self._committed.clear()
@@ -152,6 +179,7 @@ class GroupReads:
                     self._forget(g)
 
     def _forget(self, group: str) -> None:
+        self._changed.add(group)
         self._reads.pop(group, None)
         self._offsets.pop(group, None)
         self._committed.pop(group, None)
@@ -183,6 +211,7 @@ class GroupReads:
             whole = OffsetsRead(whole.paths, offsets)
         else:
             whole = None
+        self._changed.add(group)
         for kept, new in ((self._reads, read), (self._offsets, whole)):
             if new is None:
                 kept.pop(group, None)

@@ -12,7 +12,7 @@ reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,8 @@ class GroupScope:
     records: dict[str, tuple[GroupRecord, int]]
     #: groups naming a topic not (yet) in the picture's topics: decided every tick
     _topic_unknown: set[str]
+    #: mixed groups left alone in this tick (``_quiet_mixed``)
+    _quiet: set[str]
     _modes_of: object
     _modes_n: int
     _others: set[str]
@@ -55,21 +57,22 @@ class GroupScope:
 
         With one: the groups the group APIs were just asked about, those whose nodes
         someone else writes every moment (old consumers registered, a storage mode other
-        than kafka, groups only in ZooKeeper, proxies), deleted groups, groups a forced
-        sync asks about; and the page of the pass under way (read this tick, with the
-        others in ``reread_now``)."""
+        than kafka, groups only in ZooKeeper, proxies; but the mixed groups found quiet:
+        ``_quiet_mixed``), deleted groups, groups a forced sync asks about; and the page
+        of the pass under way (read this tick, with the others in ``reread_now``)."""
+        self._quiet = set()
         if self.follower is None or not self.follower.assigned:
             return None
+        mixed = self.zk_groups.with_old_consumers(owned, fresh=bool(requests))
+        if self.coexist is not None:
+            mixed = mixed | self.coexist.groups()
         # read again and found as they were, and decided and written so since: skipped
-        same = self.settled.unchanged(self.kafka.same_view)
+        same = self.settled.unchanged(self.kafka.same_view) | self._quiet_mixed(mixed, pic)
         active = (self.kafka.reread_now | set(self.kafka.page_now)) - same
         active |= set(requests) | self.settled.take_due()
         active |= (mirrored - pic.wanted_set) | (mirrored & pic.dead)  # being deleted
         active |= zk_groups - pic.kinds.keys()
-        active |= self.zk_groups.with_old_consumers(owned, fresh=bool(requests))
-        active |= self._not_kafka_mode()
-        if self.coexist is not None:
-            active |= self.coexist.groups()
+        active |= (mixed | self._not_kafka_mode()) - self._quiet
         # a group listed but not read yet (a cold start's pass) is read in the next tick,
         # and decided then: undescribed, a group read as one with no members (its proxies
         # would leave)
@@ -83,7 +86,44 @@ class GroupScope:
         # or reconcile, seen under load as an offset never mirrored)
         before = self._topic_unknown
         self._topic_unknown = {g for g in before | active if pic.unknown_topics(pic.views.get(g))}
-        return active | before | self._topic_unknown
+        scope = active | before | self._topic_unknown
+        self._quiet -= scope  # a forced sync, a due group: decided all the same
+        return scope
+
+    def _quiet_mixed(self, mixed: set[str], pic: KafkaPicture) -> set[str]:
+        """The mixed groups left alone this tick (``flows.settled``), kept in ``_quiet``:
+        their ZooKeeper side unchanged (``GroupReads.unchanged``, asked every tick so
+        that a change is never carried over a tick), at rest, and written in full on the
+        view and record they have now. A forced sync or a due group is decided anyway."""
+        reads = self.coexist.reads if self.coexist is not None else None
+        if reads is None:
+            return set()
+        assert self.coexist is not None
+        unchanged = reads.unchanged(mixed)
+        candidates = self.coexist.at_rest(unchanged & self.settled.mixed.keys())
+        self._quiet = self.settled.quiet_mixed(candidates, pic.views, self.records)
+        return self._quiet
+
+    def _quiet_now(
+        self, decided: Decided, pic: KafkaPicture, to_kafka: Collection[str]
+    ) -> dict[str, tuple[object, object]]:
+        """The mixed groups this tick decided that may be left alone while what their
+        decision read stands: described without error, mirrored on known topics, at rest,
+        and with nothing to copy into Kafka (a copy may fail: it is decided again until
+        Kafka shows it)."""
+        if self.coexist is None or self.coexist.reads is None:
+            return {}
+        done = {
+            g
+            for g in decided.mixed
+            if g not in to_kafka
+            and g not in decided.skipped
+            and g not in decided.aside
+            and g not in self._topic_unknown
+            and (view := pic.views.get(g)) is not None
+            and not view.error
+        }
+        return {g: (pic.views[g], self.records.get(g)) for g in self.coexist.at_rest(done)}
 
     def _not_kafka_mode(self) -> set[str]:
         """The groups recorded in a storage mode other than kafka (derived again when the

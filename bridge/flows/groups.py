@@ -126,6 +126,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         self._wire_readers(storm_spouts)
         #: groups naming a topic not (yet) in the picture's topics: decided every tick
         self._topic_unknown: set[str] = set()
+        self._quiet: set[str] = set()  # mixed groups left alone this tick (GroupScope)
         self.kafka = KafkaGroupsReader(admin, self.filter, follower, coexistence, full_interval_s)
         self.kafka.offsets_only = self._offsets_only
         #: groups whose decision cannot change until their view, nodes or topics do
@@ -207,6 +208,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
             self._forgot_at = time.monotonic()
             self.watched.expire()  # the safety net for a watch lost any other way
             self.watched_data.expire()
+        self.settled.mixed.clear()  # every mixed group decided again once
         if self.follower is not None and not self.kafka.resync():
             log.info("resync deferred: the reconcile under way is not finished")
         held = self.shares.holds_group if self.shares is not None else None
@@ -255,6 +257,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         written = self._write(decided, tree)
         phases.mark("write")
         self.settled.written(self._settled_now(decided))
+        self.settled.mixed_written(self._quiet_now(decided, pic, to_kafka))
         self.settled.drifted(self.tree.take_drifted())  # a write refused: due again
         METRICS.writes.labels(flow=self.name).inc(written)
         if self.copies is not None:
@@ -367,10 +370,11 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         for g in sorted(set(tree.wanted) | set(tree.zk_groups)):
             self._decide_group(g, pic, tree, decided, now)
         if self.coexist is not None:
-            for g in self.coexist.groups() - decided.mixed - pic.unread:
+            # a mixed group left alone this tick (quiet: flows.settled) keeps its proxies
+            for g in self.coexist.groups() - decided.mixed - pic.unread - self._quiet:
                 self.coexist.ensure_proxies(g, {})  # old consumers gone: proxies leave
-            if self.coexist.reads is not None:  # every mixed group is decided every tick
-                self.coexist.reads.retain(decided.mixed)
+            if self.coexist.reads is not None:
+                self.coexist.reads.retain(decided.mixed | self._quiet)
         for g in tree.mirrored - set(tree.wanted) - decided.mixed - set(decided.aside):
             # the group's own owned nodes, from the ledger's index: a scan of the tick's
             # owned set per deleted group was 4 % of the main thread at 10,000 groups

@@ -11,8 +11,18 @@ in full, the group is *settled* until one of them changes:
   else's change, a refused write) unsettles it and puts it in the next tick's scope;
 - the topics' partition counts, or the shares held: every group is unsettled.
 
-Groups that someone else changes every moment (old consumers registered, a storage mode
-other than kafka, proxies) are decided every tick whatever this says.
+A mixed group (old consumers registered, proxies standing for them) changes whenever its
+old consumers commit, join or leave, and was decided every tick for that: twenty such groups
+were most of each tick in ``bench.fleet`` while one of them committed. But the watches below
+``/consumers/<g>`` say exactly when its ZooKeeper side changes (``GroupReads.unchanged``),
+so it too is left alone (:meth:`quiet_mixed`) once its last decision was written with
+nothing left to copy into Kafka, and while its view, its storage-mode record, its ZooKeeper
+side and the topics are as that decision read them and nothing of it waits on the clock or
+on a proxy (``Coexistence.at_rest``: a held SyncGroup, a fence waiting for its forward
+offset to stand, a proxy not synced). Every resync decides every mixed group again.
+
+Other groups that someone else changes every moment (a storage mode other than kafka
+without old consumers) are decided every tick whatever this says.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ class SettledGroups:
         self.due: set[str] = set()
         #: the due groups a tick took: due no more once that tick wrote (``written``)
         self._taken: set[str] = set()
+        #: mixed groups written in full: (view, storage-mode record) their decision read
+        self.mixed: dict[str, tuple[object, object]] = {}
 
     def unchanged(self, same_view: Iterable[str]) -> set[str]:
         """Of the groups read again with the same view, the settled ones: nothing to do."""
@@ -38,6 +50,8 @@ class SettledGroups:
     def deciding(self, groups: Iterable[str]) -> None:
         """``groups`` are decided in this tick: settled again only once written."""
         self.groups.difference_update(groups)
+        for g in groups:
+            self.mixed.pop(g, None)
 
     def written(self, groups: Iterable[str]) -> None:
         """The tick wrote its decisions: ``groups`` are settled, the due ones it took done."""
@@ -50,16 +64,43 @@ class SettledGroups:
         groups = set(groups)
         self.groups -= groups
         self.due |= groups
+        for g in groups:
+            self.mixed.pop(g, None)
 
     def topics(self, partitions: Mapping[str, int]) -> None:
         """The topics' partition counts as read now; a change unsettles every group."""
         if partitions is not self._partitions and partitions != self._partitions:
-            self.groups.clear()
+            self.forget()
         self._partitions = partitions
 
     def forget(self) -> None:
-        """The shares held changed: others wrote some groups' nodes since."""
+        """The shares held changed (others wrote some groups' nodes since), the topics did,
+        or a resync wants every mixed group decided again."""
         self.groups.clear()
+        self.mixed.clear()
+
+    def mixed_written(self, decided: Mapping[str, tuple[object, object]]) -> None:
+        """The tick wrote these mixed groups' decisions in full, made on (view, record)."""
+        self.mixed.update(decided)
+
+    def quiet_mixed(
+        self,
+        candidates: Iterable[str],
+        views: Mapping[str, object],
+        records: Mapping[str, object],
+    ) -> set[str]:
+        """Of ``candidates`` (mixed groups whose ZooKeeper side and hand-over stand as
+        when last decided), those written in full on the view and record they have now."""
+        out = set()
+        for g in candidates:
+            at = self.mixed.get(g)
+            if at is None:
+                continue
+            view, record = at
+            now = views.get(g)
+            if (now is view or now == view) and records.get(g) == record:
+                out.add(g)
+        return out
 
     def take_due(self) -> set[str]:
         """The groups due now; they stay due until a tick that took them wrote (a tick

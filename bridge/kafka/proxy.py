@@ -179,6 +179,12 @@ class ProxyMember(BaseCoordinator):
         """The partitions the proxy's last SyncGroup gave it."""
         return self._assigned_at[1]
 
+    def synced(self) -> bool:
+        """Whether the proxy is joined and its last JoinGroup's SyncGroup answered: it
+        holds its generation's partitions (not joining, not waiting on the leader)."""
+        generation = self._generation.generation_id
+        return not self.closed and generation >= 0 and self._assigned_at[0] == generation
+
     def reported(self) -> frozenset[TopicPartition]:
         """What the proxy reports as owned at its next join (before ``conditional``)."""
         return self.owned if self.owned is not None else self.held()

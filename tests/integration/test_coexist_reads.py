@@ -283,3 +283,54 @@ def test_offsets_read_before_the_first_commit_are_kept_only_behind_a_watch(zk, o
     wait_for(lambda: _all_offsets(zk), 10, 0.02, "the commit in ZooKeeper")
     seen = modes._zk_offsets([G], set(), mixed={G})[G][0]
     assert seen == ({} if kind is Trusting else {T0: 7})
+
+
+def _children_fired(reads: GroupReads) -> bool:
+    return bool(reads._fired[0]._paths)
+
+
+@pytest.mark.parametrize("muted", [False, True], ids=["counted", "muted"])
+def test_a_group_is_unchanged_only_while_nothing_below_it_changed_since_asked(zk, other, muted):
+    """What lets the flow leave a mixed group alone for a tick (``flows.settled``): its
+    kept reads stood since the last ask, and no watch below it fired. A read, a patch, a
+    commit not read in yet, a registration, every answer forgotten: each makes it changed
+    for one ask. Negative control: the fires not counted, an old consumer's commit leaves
+    the group 'unchanged' (the flow would not decide it: the commit never copied)."""
+    _group(zk)
+    reader, reads = _world(zk, Deaf if muted else GroupReads)
+    modes = Modes(reader, reads)
+    ids, partitions = ("g_a",), {"t": 2}
+
+    def tick() -> None:  # as the flow reads who is registered, then decides the group
+        reader.consumer_ids([G])
+        _state(reader, reads, ids, partitions)
+        modes._zk_offsets([G], set(), mixed={G})
+
+    tick()
+    assert reads.unchanged({G}) == set()  # read just now: its decision checked once more
+    tick()
+    assert reads.unchanged({G, "other"}) == {G}
+
+    other.set(f"/consumers/{G}/offsets/t/0", b"11")  # an old consumer commits
+    if muted:
+        wait_for(lambda: reader.offsets({G: ["t"]})[G][T0].offset == 11, 10, 0.02, "11 seen")
+        assert reads.unchanged({G}) == {G}  # stale: caught
+        return
+    wait_for(lambda: data_fired(reads), 10, 0.02, "its watch called")
+    assert reads.unchanged({G}) == set()  # fired, not read in yet
+    tick()  # read in (patched)
+    assert reads.unchanged({G}) == set()
+    tick()
+    assert reads.unchanged({G}) == {G}
+
+    other.create(f"/consumers/{G}/ids/g_b", json.dumps(REG).encode())  # one registers
+    wait_for(lambda: _children_fired(reads), 10, 0.02, "its watch called")
+    assert reads.unchanged({G}) == set()
+    ids = ("g_a", "g_b")
+    tick()  # read again whole (new ids)
+    assert reads.unchanged({G}) == set()
+    tick()
+    assert reads.unchanged({G}) == {G}
+
+    reader.watched_data.clear()  # a lost connection: every answer forgotten
+    assert reads.unchanged({G}) == set()

@@ -50,3 +50,33 @@ def test_a_change_of_partition_counts_or_shares_unsettles_every_group():
     s.written({"a"})
     s.forget()
     assert s.unchanged({"a"}) == set()
+
+
+def test_a_mixed_group_is_quiet_only_on_the_view_and_record_its_decision_read():
+    s = SettledGroups()
+    view, record = ("view", 1), ("zookeeper", 0)
+    s.mixed_written({"m": (view, record), "n": (view, record)})
+    views, records = {"m": ("view", 1), "n": ("view", 2)}, {"m": record, "n": record}
+    # an equal view (described again, the same answer) is the same view; n's changed
+    assert s.quiet_mixed({"m", "n", "x"}, views, records) == {"m"}
+    assert s.quiet_mixed({"m"}, views, {"m": ("dual", 1)}) == set()  # a migrate
+    assert s.quiet_mixed({"m"}, {}, records) == set()  # the group gone from Kafka
+
+
+def test_whatever_unsettles_a_group_ends_a_mixed_groups_quiet():
+    """Decided again (its tick may fail before writing), drifted (a refused write, the
+    verification), topics changed, shares moved: each drops it until written again."""
+    view, record = "view", "record"
+    views, records = {"m": view}, {"m": record}
+    s = SettledGroups()
+    s.topics({"t": 3})
+    for unsettle in (
+        lambda: s.deciding({"m"}),
+        lambda: s.drifted({"m"}),
+        lambda: s.topics({"t": 4}),
+        s.forget,
+    ):
+        s.mixed_written({"m": (view, record)})
+        assert s.quiet_mixed({"m"}, views, records) == {"m"}
+        unsettle()
+        assert s.quiet_mixed({"m"}, views, records) == set()
