@@ -240,3 +240,80 @@ def test_a_mixed_groups_copies_are_committed_as_its_proxy(
     finally:
         bridge.stop()
         admin.delete_topics([topic])
+
+
+@pytest.mark.parametrize("deaf", [False, True], ids=["watched", "deaf"])
+def test_a_quiet_mixed_group_is_decided_again_when_an_old_consumer_commits(
+    stack, zk, other, admin, topic_name, chroot, monkeypatch, deaf
+):
+    """A mixed group whose decision was written, with nothing to copy and nothing waiting
+    (its proxy synced, no SyncGroup held), is left alone by the ticks that follow
+    (``flows.settled``); an old consumer's commit (another session) makes the next tick
+    decide it and copy the commit into Kafka. Negative control: the fires below the group
+    not heard (``GroupReads.unchanged`` trusting its kept reads), the commit is never
+    copied while the group stays quiet."""
+    from bridge.flows.coexist import Coexistence
+    from bridge.flows.coexist_reads import GroupReads
+    from bridge.kafka.offsets_log import OffsetsLogFollower
+
+    if deaf:
+        monkeypatch.setattr(
+            GroupReads,
+            "unchanged",
+            lambda self, groups: set(groups) & self._reads.keys() & self._offsets.keys(),
+        )
+    topic, group = topic_name("t"), topic_name("g")
+    create_topic(admin, topic, 2)
+    thread = zkpaths.thread_id(register_old_consumer(other, group, topic), 0)
+    for p in range(2):
+        path = zkpaths.owner_path(group, topic, p)
+        other.create(path, thread.encode(), ephemeral=True, makepath=True)
+        other.create(zkpaths.offset_path(group, topic, p), b"3", makepath=True)
+    options = {"bootstrap_servers": stack.bootstrap_servers}
+    coexist = Coexistence(zk, admin, options, transactional_id=f"test-quiet:{chroot}")
+    follower = OffsetsLogFollower(stack.bootstrap_servers, wait=False)
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk,
+        admin,
+        writer,
+        GroupFilter([group]),
+        coexistence=coexist,
+        committer=coexist.committer,
+        root=ROOT,
+        follower=follower,
+    )
+    assert flow.copies is not None
+    flow.resync()
+
+    def ticked() -> dict[int, int]:
+        flow.tick()
+        flow.copies.wait_idle(30)
+        return _kafka_offsets(admin, group)
+
+    try:
+        wait_for(lambda: ticked() == {0: 3, 1: 3}, 90, what="the first copy")
+        wait_for(lambda: _proxies_stable(admin, group), 60, what="the proxy joined")
+        wait_for(lambda: ticked() and group in flow._quiet, 60, 0.1, "the group left alone")
+        for _ in range(3):  # nothing changes: every tick leaves it alone
+            ticked()
+            assert group in flow._quiet
+        for offset in (4, 5):
+            other.set(zkpaths.offset_path(group, topic, 0), str(offset).encode())
+            if deaf:
+                time.sleep(1)  # the watch has long fired, and nobody listened
+                quiet = 0
+                for _ in range(5):  # (a rebalance would have it decided: not counted)
+                    got = ticked()
+                    if group in flow._quiet:
+                        assert got == {0: offset - 1, 1: 3}  # stale: caught
+                        quiet += 1
+                assert quiet, "never left alone: the control shows nothing"
+                return
+            wait_for(lambda o=offset: ticked().get(0) == o, 30, 0.05, f"{offset} copied")
+            wait_for(lambda: ticked() and group in flow._quiet, 30, 0.1, "left alone again")
+    finally:
+        flow.close()
+        coexist.close()
+        follower.close()
+        admin.delete_topics([topic])
