@@ -158,13 +158,7 @@ def test_a_missed_watch_is_caught_by_the_reconcile(
     )
     writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
     flow = GroupMirrorFlow(zk, admin, writer, GroupFilter([group]), root=ROOT, committer=committer)
-    assert flow.copies is not None
-    flow.resync()
-
-    def ticked() -> dict[int, int]:
-        flow.tick()
-        flow.copies.wait_idle(30)
-        return _kafka_offsets(admin, group)
+    ticked = _ticker(flow, admin, group)
 
     try:
         wait_for(lambda: ticked() == {0: 3}, 60, what="the first copy")
@@ -186,6 +180,21 @@ def test_a_missed_watch_is_caught_by_the_reconcile(
         flow.close()
         committer.close()
         admin.delete_topics([topic])
+
+
+def _ticker(flow: GroupMirrorFlow, admin, group: str):
+    """A tick of ``flow`` after its first resync, waiting for its copies; then Kafka's
+    offsets of ``group``."""
+    assert flow.copies is not None
+    copies = flow.copies
+    flow.resync()
+
+    def ticked() -> dict[int, int]:
+        flow.tick()
+        copies.wait_idle(30)
+        return _kafka_offsets(admin, group)
+
+    return ticked
 
 
 def _commits(port: int, via: str) -> float:
@@ -283,13 +292,7 @@ def test_a_quiet_mixed_group_is_decided_again_when_an_old_consumer_commits(
         root=ROOT,
         follower=follower,
     )
-    assert flow.copies is not None
-    flow.resync()
-
-    def ticked() -> dict[int, int]:
-        flow.tick()
-        flow.copies.wait_idle(30)
-        return _kafka_offsets(admin, group)
+    ticked = _ticker(flow, admin, group)
 
     try:
         wait_for(lambda: ticked() == {0: 3, 1: 3}, 90, what="the first copy")
