@@ -20,7 +20,7 @@ from tenacity import (
 from bridge.config import KafkaSettings, ZooKeeperSettings
 from bridge.kafka.sasl import sasl_refusal
 from bridge.zookeeper.acl import AclClient, policy_for
-from bridge.zookeeper.handler import PollHandler
+from bridge.zookeeper.handler import PollHandler, buffered
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> Ka
     reconnect = KazooRetry(
         max_tries=-1, delay=0.1, backoff=2, max_delay=RECONNECT_MAX_S, sleep_func=handler.sleep_func
     )
-    return AclClient(
+    client = AclClient(
         hosts=settings.connect,
         timeout=settings.session_timeout_s,
         auth_data=auth or None,
@@ -81,6 +81,7 @@ def zk_client(settings: ZooKeeperSettings, root: str = "/kafka-zk-bridge") -> Ka
         connection_retry=reconnect,
         **kwargs,
     )
+    return buffered(client)
 
 
 def connect_zookeeper(
