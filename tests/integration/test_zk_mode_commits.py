@@ -304,7 +304,10 @@ def test_a_quiet_mixed_group_is_decided_again_when_an_old_consumer_commits(
         for offset in (4, 5):
             other.set(zkpaths.offset_path(group, topic, 0), str(offset).encode())
             if deaf:
-                time.sleep(1)  # the watch has long fired, and nobody listened
+                counters = coexist.reads._fired if coexist.reads is not None else []
+                wait_for(  # the watch fired (counted), and nobody listened
+                    lambda cs=counters: any(c._paths for c in cs), 10, 0.02, "the watch fired"
+                )
                 quiet = 0
                 for _ in range(5):  # (a rebalance would have it decided: not counted)
                     got = ticked()
