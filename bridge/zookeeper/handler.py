@@ -113,7 +113,14 @@ class BufferedConnection(ConnectionHandler):
 class _InboxFirst:
     """A connection's handler whose wait on its socket returns at once while whole
     messages wait in its inbox: brought by an earlier ``recv``, ``poll(2)`` would not
-    report them (the connection thread would sleep on them until the next ping)."""
+    report them (the connection thread would sleep on them until the next ping).
+
+    It reports a queued request beside them, as ``poll`` would: kazoo's loop then reads
+    one answer and sends one request per turn. Reporting the socket alone held every
+    request back until the inbox was empty, one request per chunk read, and a cold start's
+    512 writes in flight shrank to a handful. A request is
+    queued before its wake-up byte is written (``KazooClient._call``), so reading that
+    byte after seeing the queue waits at most for the caller to write it."""
 
     def __init__(self, handler: SequentialThreadingHandler, connection: BufferedConnection):
         self._handler = handler
@@ -125,7 +132,8 @@ class _InboxFirst:
     def select(self, rlist, wlist, xlist, timeout=None):
         c = self._connection
         if c._socket is not None and c._socket in rlist and c._plain() and c._whole_message():
-            return [c._socket], [], []
+            queued = c._read_sock in rlist and bool(c.client._queue)
+            return ([c._socket, c._read_sock] if queued else [c._socket]), [], []
         return self._handler.select(rlist, wlist, xlist, timeout)
 
 

@@ -108,3 +108,26 @@ def _pieces(stream: bytes, cuts: list[int]) -> list[bytes]:
     if at < len(stream):
         out.append(stream[at:])
     return out
+
+
+def test_a_queued_request_is_reported_beside_held_messages():
+    """kazoo's loop reads one answer and sends one request per turn; reporting the socket
+    alone while answers are held would keep every queued request back until the inbox is
+    empty (a cold start's pipeline shrank to a handful). The control is the same wait with
+    nothing queued: the socket alone, and the wake-up byte left unread."""
+    conn, server = _connection()
+    conn.CHUNK = 65536
+    conn._read_sock, conn._write_sock = socket.socketpair()
+    try:
+        server.sendall((struct.pack(">i", 1) + b"a") * 2)
+        assert conn._read(4, 1.0) and conn._read(1, 1.0) == b"a"
+        assert conn._whole_message()
+        rlist = [conn._socket, conn._read_sock]
+        assert conn.handler.select(rlist, [], [], 0.05)[0] == [conn._socket]  # control
+        conn.client._queue.append(("request", None))
+        conn._write_sock.send(b"\0")
+        assert conn.handler.select(rlist, [], [], 0.05)[0] == [conn._socket, conn._read_sock]
+        assert conn.handler.select([conn._socket], [], [], 0.05)[0] == [conn._socket]
+    finally:
+        for s in (conn._socket, server, conn._read_sock, conn._write_sock):
+            s.close()
