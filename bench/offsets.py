@@ -61,6 +61,7 @@ from bench.offsets_zk import (
     OffsetWatch,
     PhaseResult,
     analyse,
+    await_present,
     count_unseen,
     delete_tree,
     drain,
@@ -167,7 +168,8 @@ class OffsetBench:
             time.sleep(0.2)
 
     def start_bridge(self) -> float:
-        """Start the bridge; seconds until every first offset is mirrored."""
+        """Start the bridge; seconds until every first offset was mirrored (the last
+        node's mtime)."""
         t0 = now()
         self.bridge = start_bridge(
             self.connect, self.args.bootstrap_server, self.log_path, self.args.bridge_source
@@ -175,11 +177,13 @@ class OffsetBench:
         self.pids["bridge"] = self.bridge.pid
         print(f"bridge pid {self.bridge.pid}, log {self.log_path}", flush=True)
         self.cpu = CpuMeter(self.pids)
-        states, t_done = drain(self.zk, self.want(), self.wall_offset, 60 + self.G * self.P / 100)
+        timeout = 60 + self.G * self.P / 100
+        await_present(self.zk, list(self.want()), timeout)  # light: see there
+        states, _ = drain(self.zk, self.want(), self.wall_offset, timeout)
         if len(states) < self.G * self.P:
             raise SystemExit(f"the bridge did not mirror the groups; see {self.log_path}")
         self.phase("start + initial mirror")
-        return t_done - t0
+        return max(s.mtime for s in states.values()) - t0  # ZooKeeper's clock, not ours
 
     def sustained(self) -> list[Commit]:
         """One group's P partitions every P / rate seconds, groups in turn."""

@@ -3,7 +3,10 @@ whether a run finishes (a tree deleted node by node took a quarter of an hour)."
 
 from __future__ import annotations
 
-from bench.offsets_zk import delete_tree, present
+import threading
+import time
+
+from bench.offsets_zk import await_present, delete_tree, present
 
 
 def test_a_tree_is_deleted_whole_with_or_without_its_leaves_named(zk):
@@ -26,3 +29,26 @@ def test_present_lists_parents_instead_of_reading_each_node(zk):
     zk.create("/p/a/2")
     asked = ["/p/a/1", "/p/a/3", "/p/b/1", "/p/a/2"]
     assert sorted(present(zk, asked)) == ["/p/a/1", "/p/a/2"]
+
+
+def test_await_present_returns_once_every_path_exists_and_not_before(zk):
+    """The cold start's light observer: true when the last path appears (created by
+    another thread a moment later), false at its deadline while one is still missing."""
+    zk.ensure_path("/w/g0")
+    paths = [f"/w/g{g}/{p}" for g in range(3) for p in range(5)]
+    missing = paths[-1]
+
+    def create_later() -> None:
+        time.sleep(0.3)
+        for p in paths[:-1]:
+            zk.create(p, makepath=True)
+
+    maker = threading.Thread(target=create_later)
+    maker.start()
+    assert not await_present(zk, paths, timeout=1.0)  # control: one never created
+    maker.join()
+    assert zk.exists(paths[0]) and not zk.exists(missing)
+    threading.Timer(0.3, zk.create, args=(missing,)).start()
+    t0 = time.monotonic()
+    assert await_present(zk, paths, timeout=10.0)
+    assert zk.exists(missing) and time.monotonic() - t0 < 10.0
