@@ -167,8 +167,10 @@ class KafkaGroupsReader:
         if self._pass is not None and not self.reconciling():  # its last page was written
             self._close_pass()
         if pic is None or self._relist:
+            first = pic is None  # a cold start: nothing mirrored yet, full pages
             pic = self._listed(pic)
-            self._pass, self._relist = ReconcilePass(pic.wanted), False
+            make = ReconcilePass if first else ReconcilePass.background
+            self._pass, self._relist = make(pic.wanted), False
             self._prefetch.drop()
         elif self._pass is None and time.monotonic() - pic.read_at >= self.full_interval_s:
             # ListGroups answers per coordinator: a group the listing missed, or one gone,
@@ -184,7 +186,7 @@ class KafkaGroupsReader:
         pic = self._reread(pic, sorted(g for g in self.dirty if self.filter(g)), prefetched)
         if self._pass is not None:
             self._pass.read(self.page_now, pic.views)
-            if not self._prefetch.pending and not self._pass.finished:
+            if not self._prefetch.pending and not self._pass.finished and self._pass.due():
                 page = self._pass.take(pic.views)
                 # groups of other protocols (Connect) are only listed
                 ask = [g for g in page if self._describes(pic, g)]
@@ -384,6 +386,10 @@ class KafkaGroupsReader:
     def reconciling(self) -> bool:
         """A pass is under way (groups listed, pages left to read and decide)."""
         return self._pass is not None and (not self._pass.finished or self._prefetch.pending)
+
+    def first_pass(self) -> bool:
+        """The pass under way is the term's first (full pages, back to back)."""
+        return self.reconciling() and self._pass is not None and not self._pass.every_s
 
     def close(self) -> None:
         """The page read under way ends on its own; no other is started."""

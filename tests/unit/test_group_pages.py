@@ -145,6 +145,39 @@ def test_a_cold_start_reads_kafka_a_page_per_tick(cluster):
     assert set(pic.views) == set(groups) and not pic.unread
 
 
+def test_a_later_pass_is_paced_in_small_pages(cluster, monkeypatch):
+    """The safety net's passes after the first: at 10,000 groups full pages back to back
+    kept one under way 85 % of the time, each tick deciding 2,000 offsets beside the
+    commits it was for. A later pass takes pages of BACKGROUND_PAGE_OFFSETS, at most one
+    every BACKGROUND_EVERY_S; the first pass (the control) takes full pages back to back,
+    without waiting."""
+    monkeypatch.setattr(flow, "BACKGROUND_EVERY_S", 0.3)
+    reader, groups, reads = cluster
+    groups.update({f"g{i:03d}": 50 for i in range(60)})
+    reader.read()
+    while reader.reconciling():  # the first pass: full pages, not paced
+        assert reader.first_pass()
+        reader.read()
+    assert [len(r) for r in reads] == [20, 40]
+    reads.clear()
+    taken: list[float] = []
+    take = flow.ReconcilePass.take
+
+    def timed(self, views):
+        taken.append(time.monotonic())
+        return take(self, views)
+
+    monkeypatch.setattr(flow.ReconcilePass, "take", timed)
+    assert reader.resync()
+    reader.read()  # listed; its first page taken at once
+    assert reader.reconciling() and not reader.first_pass() and len(taken) == 1
+    while reader.reconciling():
+        reader.read()
+    assert [len(r) for r in reads] == [10] * 6  # 500 offsets a page
+    gaps = [b - a for a, b in zip(taken, taken[1:], strict=False)]
+    assert len(gaps) == 5 and min(gaps) >= 0.3 * 0.99
+
+
 @pytest.mark.parametrize("touched", [True, False], ids=["checked", "negative-control"])
 def test_a_group_read_while_its_page_was_read_is_not_taken_back_in_time(
     cluster, monkeypatch, touched
