@@ -111,6 +111,7 @@ class OffsetBench:
         self.group_ids = [f"bench-offsets-{run}-{g:03d}" for g in range(self.G)]
         self.wall_offset = time.time() - now()
         self.pids = pids
+        self.initial: dict[str, NodeState] = {}  # the cold start's nodes (start_bridge)
         self.boot = KazooClient(args.zookeeper)
         self.boot.start()
         self.boot.ensure_path(self.chroot)
@@ -183,6 +184,7 @@ class OffsetBench:
         if len(states) < self.G * self.P:
             raise SystemExit(f"the bridge did not mirror the groups; see {self.log_path}")
         self.phase("start + initial mirror")
+        self.initial = states  # what the cold start wrote, for bench.fleet's figures
         return max(s.mtime for s in states.values()) - t0  # ZooKeeper's clock, not ours
 
     def sustained(self) -> list[Commit]:

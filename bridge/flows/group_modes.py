@@ -9,6 +9,7 @@ records and the offsets a tick left (for sync answers) stay the flow's own state
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from bridge.kafka.groups import read_groups
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
 from bridge.metrics import METRICS
+from bridge.zookeeper.fence import ShareFence
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.records import WatchedRecords, create_records
 from bridge.zookeeper.writer import FencedWriter
@@ -39,6 +41,10 @@ from zkpaths import TopicPartition
 
 if TYPE_CHECKING:
     from bridge.flows.decided import Decided
+
+
+#: seconds at least between two counts of ``zkbridge_groups`` (scraped every 15-60 s)
+COUNT_EVERY_S = 1.0
 
 
 class GroupStorageModes:
@@ -56,6 +62,10 @@ class GroupStorageModes:
     #: per group a forced sync asks about, (zookeeper, kafka) offsets as this tick left them
     _after: dict[str, dict[TopicPartition, tuple[int, int]]]
     known: Mapping[str, Node]  # each owned (or decided) node as last read
+    shares: ShareFence | None
+    #: what ``_count_modes`` last counted from: the records (the object) and shares held
+    _counted: tuple[object, int, frozenset[int] | None] | None = None
+    _counted_at = 0.0
 
     def _stopped_views(self, stopped: set[str], owned: set[str]) -> dict[str, GroupView]:
         """Groups that exist only in ZooKeeper, with offsets old consumers committed and no
@@ -81,7 +91,6 @@ class GroupStorageModes:
         sync asks about; then every record is asked of the watches)."""
         self.records = self.watched_records.read(bool(asked))  # only the changed ones again
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
-        modes = dict.fromkeys(StorageMode, 0)
         mixed = decided.mixed
         groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))
         # every group's nodes in one pipelined read, but the bridge's own offset nodes of
@@ -95,7 +104,6 @@ class GroupStorageModes:
             mode = self._mode(g, g in mixed, bool(set(zk_offsets) - owned_offsets), pic)
             if g not in self.records:
                 inferred[g] = mode
-            modes[mode] += 1
             view = pic.views.get(g) or stopped.get(g)
             kafka, writers = self._kafka_side(g, view)
             plan = offset_nodes(
@@ -116,9 +124,28 @@ class GroupStorageModes:
             if g in asked:  # kept for the answer only: every group's was 100 MB at 1M offsets
                 self._after[g] = offsets_after(zk_offsets, kafka, plan)
         self._record_inferred(inferred)
-        for mode, count in modes.items():
-            METRICS.groups_by_mode.labels(mode=mode.value).set(count)
+        self._count_modes()
         return to_kafka
+
+    def _count_modes(self) -> None:
+        """``zkbridge_groups``: every group this bridge mirrors by its recorded storage
+        mode (with shares, the groups of the shares it holds), counted again only when
+        the records or the shares held changed, at most every ``COUNT_EVERY_S`` (a cold
+        start records groups every tick). Counted from the tick's groups, a tick that
+        decided three groups said three, of 10,000."""
+        held = frozenset(self.shares.held()) if self.shares is not None else None
+        key = (self.records, len(self.records), held)
+        last = self._counted
+        if last is not None and key[0] is last[0] and key[1:] == last[1:]:
+            return
+        now = time.monotonic()
+        if now - self._counted_at < COUNT_EVERY_S and last is not None:
+            return
+        self._counted, self._counted_at = key, now
+        holds = self.shares.holds_group if self.shares is not None else None
+        counts = Counter(r.mode for g, (r, _) in self.records.items() if holds is None or holds(g))
+        for mode in StorageMode:
+            METRICS.groups_by_mode.labels(mode=mode.value).set(counts[mode])
 
     def _mode(
         self, g: str, mixed: bool, foreign_zk_offsets: bool, pic: KafkaPicture

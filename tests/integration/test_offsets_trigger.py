@@ -28,10 +28,11 @@ from kazoo.client import KazooClient
 import zkpaths
 from bench import create_topic
 from bridge.audit.records import OffsetCommitKey, OffsetCommitValue, encode_key, encode_value
-from bridge.flows import kafka_groups, paging
+from bridge.flows import group_modes, kafka_groups, paging
 from bridge.flows.groups import GroupMirrorFlow
 from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.metrics import METRICS
 from bridge.zookeeper import owned
 from bridge.zookeeper.fence import claim_epoch
 from bridge.zookeeper.writer import FencedWriter, Ledger
@@ -455,3 +456,23 @@ def test_each_pass_times_its_phases(zk, world):
     _commit(consumer, topic, 9)
     _tick_until(flow, zk, group, topic, 9)
     assert all(n > before[p] + 1 for p, n in _phase_counts().items())
+
+
+def test_the_groups_gauge_counts_every_group_mirrored_not_the_ticks(zk, world, monkeypatch):
+    """``zkbridge_groups{mode}`` says how many groups the bridge mirrors in each storage
+    mode: a tick that decided no group (all settled) still says every group's, where a
+    count of the tick's groups said 0 (the case checked: that tick decided nothing)."""
+    monkeypatch.setattr(group_modes, "COUNT_EVERY_S", 0.0)  # counted at each change
+    flow, _consumer, group, topic = world
+    wait_for(lambda: known_everywhere(flow.admin, topic, 1), 30, 0.1, f"{topic} everywhere")
+    _tick_until(flow, zk, group, topic, 5)
+    wait_for(lambda: flow.tick() >= 0 and group in flow.settled.groups, 30, 0.1, "settled")
+    decided: list[str] = []
+    real = flow._decide_group
+    monkeypatch.setattr(flow, "_decide_group", lambda g, *a: (decided.append(g), real(g, *a))[1])
+    flow.tick()
+    assert decided == []  # nothing in this tick's scope
+    kafka_mode = sum(1 for r, _ in flow.records.values() if r.mode.value == "kafka")
+    assert group in flow.records and kafka_mode >= 1
+    gauge = METRICS.registry.get_sample_value("zkbridge_groups", {"mode": "kafka"})
+    assert gauge == kafka_mode
