@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from kafka import KafkaAdminClient
@@ -63,6 +63,7 @@ class GroupStorageModes:
     _after: dict[str, dict[TopicPartition, tuple[int, int]]]
     known: Mapping[str, Node]  # each owned (or decided) node as last read
     shares: ShareFence | None
+    _recorded: Callable[[Mapping[str, GroupRecord]], None]  # GroupScope's
     #: what ``_count_modes`` last counted from: the records (the object) and shares held
     _counted: tuple[object, int, frozenset[int] | None] | None = None
     _counted_at = 0.0
@@ -174,7 +175,7 @@ class GroupStorageModes:
         made = create_records(self.writer, self.root, inferred, "bridge (inferred)", at_ms, paging)
         if paging:
             self.kafka.inferred(m.mode.value for m in made.values())
-        self.records.update({g: (record, 0) for g, record in made.items()})
+        self._recorded(made)
 
     def _mode_of(self, g: str) -> StorageMode | None:
         entry = self.records.get(g)

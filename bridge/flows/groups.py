@@ -343,7 +343,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         ledger = self.writer.ledger.owned  # every owned path, indexed by group
         groups = ledger.groups()
         mirrored = set(groups) if self.shares is None else {g for g in groups if self._holds(g)}
-        zk_groups, zk_set = self.zk_groups.listed()
+        zk_groups, zk_set = self.zk_groups.listed(cold=self.kafka.first_pass())
         scope = self._scope(pic, zk_set, mirrored, ledger, requests)
         self.tree.ensure(set(self.tree.pending) if scope is None else scope)
         # a group being deleted still answers for a moment, as Dead and without offsets

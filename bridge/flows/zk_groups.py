@@ -13,6 +13,7 @@ group reconciled in a tick has its ``/ids`` read through the cache as before
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
@@ -20,6 +21,9 @@ import zkpaths
 from bridge.decide.groups import legacy_members
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.watched import WatchedChildren
+
+#: during the term's first pass, seconds at least between two listings of ``/consumers``
+COLD_LIST_EVERY_S = 1.0
 
 
 def _lists_who(path: str) -> bool:
@@ -56,6 +60,7 @@ class ZkGroups:
         self.generation = 0
         self._listed: list[str] | None = None
         self._listed_at = -1
+        self._changed_at = -float("inf")  # when the listing last changed (monotonic)
         self.groups: list[str] = []
         self.group_set: frozenset[str] = frozenset()
         #: the groups ``legacy`` was derived for, and the filter's generation then
@@ -66,14 +71,25 @@ class ZkGroups:
     def refilter(self) -> None:
         self.generation += 1
 
-    def listed(self) -> tuple[list[str], frozenset[str]]:
+    def listed(self, cold: bool = False) -> tuple[list[str], frozenset[str]]:
         """The groups under ``/consumers`` that the filter keeps (the listing comes from
-        the watched cache: the same list while ``/consumers`` did not change)."""
+        the watched cache: the same list while ``/consumers`` did not change).
+
+        ``cold`` (the term's first pass): a listing that changed less than
+        ``COLD_LIST_EVERY_S`` ago is served again without asking. A cold start creates
+        groups under ``/consumers`` in every tick, and listing 10,000 children again
+        (and filtering them) each tick was about a fifth of its main thread. Nothing is
+        missed: the next listing holds every group created meanwhile."""
+        now = time.monotonic()
+        if cold and now - self._changed_at < COLD_LIST_EVERY_S:
+            if self._listed is not None and self._listed_at == self.generation:
+                return self.groups, self.group_set
         listed = self.reader.groups()
         if listed is not self._listed or self._listed_at != self.generation:
             self.groups = [g for g in listed if self.filter(g)]
             self.group_set = frozenset(self.groups)
             self._listed, self._listed_at = listed, self.generation
+            self._changed_at = now
         return self.groups, self.group_set
 
     def with_old_consumers(self, owned: AbstractSet[str], fresh: bool = False) -> set[str]:

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from kazoo.protocol.states import EventType, KeeperState, WatchedEvent
 
+from bridge.flows import zk_groups
 from bridge.flows.zk_groups import ZkGroups
 from bridge.zookeeper.watched import WatchedChildren
 
@@ -141,3 +142,31 @@ def test_only_the_groups_listed_since_and_those_whose_ids_fired_are_read_again()
     reads = reader.reads
     assert sets.with_old_consumers(owned) == {"c"}
     assert reader.reads == reads  # nothing new to read
+
+
+def test_a_cold_start_lists_consumers_at_most_once_a_second(monkeypatch):
+    """During the term's first pass the bridge's own writes create groups under
+    /consumers every tick: a listing that changed less than COLD_LIST_EVERY_S ago is
+    served again without asking (at 10,000 groups, listing and filtering each tick was a
+    fifth of the main thread); after it, or outside a first pass (the control), the new
+    listing is taken, with every group created meanwhile. A refilter is not delayed."""
+    clock = [100.0]
+    monkeypatch.setattr(zk_groups.time, "monotonic", lambda: clock[0])
+    reader, _watched, sets, _owned = _world()
+    asked = []
+    real = reader.groups
+    reader.groups = lambda: (asked.append(1), real())[1]  # type: ignore[method-assign]
+    assert sets.listed(cold=True)[0] == ["a", "b"]  # the first listing: asked
+    reader.listing = ["a", "b", "c", "skip"]
+    clock[0] += 0.5
+    assert sets.listed(cold=True)[0] == ["a", "b"] and len(asked) == 1  # served again
+    assert sets.listed()[0] == ["a", "b", "c"] and len(asked) == 2  # not cold: asked
+    reader.listing = ["a", "b", "c", "d", "skip"]
+    clock[0] += 0.5
+    assert sets.listed(cold=True)[0] == ["a", "b", "c"] and len(asked) == 2
+    clock[0] += 0.6  # a second after the last change
+    assert sets.listed(cold=True)[0] == ["a", "b", "c", "d"] and len(asked) == 3
+    clock[0] += 0.1
+    sets.filter = lambda g: g == "d"
+    sets.refilter()  # the shares held changed: applied at once
+    assert sets.listed(cold=True)[0] == ["d"]
