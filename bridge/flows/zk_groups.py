@@ -78,7 +78,7 @@ class ZkGroups:
         ``cold`` (the term's first pass): a listing that changed less than
         ``COLD_LIST_EVERY_S`` ago is served again without asking. A cold start creates
         groups under ``/consumers`` in every tick, and listing 10,000 children again
-        (and filtering them) each tick was about a fifth of its main thread. Nothing is
+        (and what is derived from them) each tick was a tenth of its main thread. Nothing is
         missed: the next listing holds every group created meanwhile."""
         now = time.monotonic()
         if cold and now - self._changed_at < COLD_LIST_EVERY_S:

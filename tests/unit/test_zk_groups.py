@@ -147,8 +147,8 @@ def test_only_the_groups_listed_since_and_those_whose_ids_fired_are_read_again()
 def test_a_cold_start_lists_consumers_at_most_once_a_second(monkeypatch):
     """During the term's first pass the bridge's own writes create groups under
     /consumers every tick: a listing that changed less than COLD_LIST_EVERY_S ago is
-    served again without asking (at 10,000 groups, listing and filtering each tick was a
-    fifth of the main thread); after it, or outside a first pass (the control), the new
+    served again without asking (at 10,000 groups, listing and deriving from it each tick was a
+    tenth of the main thread); after it, or outside a first pass (the control), the new
     listing is taken, with every group created meanwhile. A refilter is not delayed."""
     clock = [100.0]
     monkeypatch.setattr(zk_groups.time, "monotonic", lambda: clock[0])
