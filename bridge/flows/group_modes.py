@@ -29,6 +29,7 @@ from bridge.decide.plan import Node
 from bridge.flows.coexist import Coexistence
 from bridge.flows.coexist_reads import OffsetsRead
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
+from bridge.flows.zk_groups import COLD_LIST_EVERY_S
 from bridge.kafka.groups import read_groups
 from bridge.kafka.proxy import PROXY_CLIENT_ID
 from bridge.kafka.views import GroupView
@@ -90,7 +91,9 @@ class GroupStorageModes:
         given the offsets the decisions ask for, into ``decided``; returns the commits
         Kafka needs. Infers and records the mode of new groups (``asked``: groups a forced
         sync asks about; then every record is asked of the watches)."""
-        self.records = self.watched_records.read(bool(asked))  # only the changed ones again
+        # only the changed ones again; during a cold start, listed at most once a second
+        every = COLD_LIST_EVERY_S if self.kafka.first_pass() else 0.0
+        self.records = self.watched_records.read(bool(asked), every)
         to_kafka: dict[str, dict[TopicPartition, int]] = {}
         mixed = decided.mixed
         groups = sorted((set(wanted) & set(pic.views)) | mixed | set(stopped))

@@ -9,6 +9,7 @@ own writes are also fenced on its epoch (I3).
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 
 from kazoo.client import KazooClient
@@ -80,12 +81,28 @@ class WatchedRecords:
         #: whether the last answer is whole: every list and record read held a watch
         self._whole = False
         self._last: dict[str, tuple[GroupRecord, int]] = {}
+        #: a new listing deferred (``list_every_s``), and when the list was last read
+        self._relist = False
+        self._listed_at = -float("inf")
 
-    def read(self, fresh: bool = False) -> dict[str, tuple[GroupRecord, int]]:
+    def read(
+        self, fresh: bool = False, list_every_s: float = 0.0
+    ) -> dict[str, tuple[GroupRecord, int]]:
         """Every group's record: the last answer with the records whose watches fired
-        read again (``fresh``: every record asked of the cache, as for a forced sync)."""
+        read again (``fresh``: every record asked of the cache, as for a forced sync).
+
+        ``list_every_s`` (a cold start): the list, changed, is read again at most that
+        often. The bridge records groups in every tick of a cold start, and its own
+        records fire the list's watch: listing 10,000 records again each tick (and
+        deriving what depends on them) was a tenth of the main thread. Its records are in
+        the answer already (the flow adds them); the listing that follows reads them."""
         listed, changed = (counter.take() for counter in self._fired)
+        now = time.monotonic()
+        if listed is not None and (listed or self._relist):
+            self._relist = now - self._listed_at < list_every_s and not fresh and self._whole
+            listed = set() if self._relist else listed | {self.base}
         if fresh or not self._whole or listed is None or changed is None:
+            self._listed_at, self._relist = now, False
             names = self.children.children([self.base])[self.base]
             self._decoded = {g: self._decoded[g] for g in names if g in self._decoded}
             self._last = {}
@@ -96,6 +113,7 @@ class WatchedRecords:
             self._last = dict(self._last)  # a new answer; the last one stays as it was
             todo = [p[len(self.base) + 1 :] for p in changed if p != self.base]
             if listed:
+                self._listed_at = now
                 names = set(self.children.children([self.base])[self.base])
                 for g in self._decoded.keys() - names:
                     self._forget(g)

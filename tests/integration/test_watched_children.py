@@ -15,6 +15,7 @@ import pytest
 from kazoo.protocol.states import Callback
 
 from bridge.decide.migration import GroupRecord, StorageMode, Transition
+from bridge.zookeeper import records as records_module
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.records import WatchedRecords, record_path
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
@@ -209,6 +210,40 @@ def test_records_made_changed_or_deleted_are_read_alone(zk, other) -> None:
     # g40 and g3 (each again when read before its watch was called); every record was
     # asked of the cache at each read before
     assert data.asked - 40 <= 6
+
+
+def test_a_cold_start_lists_the_records_at_most_once_a_second(zk, other, monkeypatch):
+    """A cold start records groups in every tick, and its own records fire the list's
+    watch: with ``list_every_s`` a list changed less than that after the last listing is
+    not read again (the answer stays the same object: nothing derived again), a changed
+    record is still read at once, and the deferred listing is made at the first read
+    after the window, with every record made meanwhile (the reference: a fresh read).
+    The control: without ``list_every_s`` the new record is read at once."""
+    clock = [1000.0]
+    monkeypatch.setattr(records_module.time, "monotonic", lambda: clock[0])
+    root = "/kzb-records-cold"
+    dual = GroupRecord(StorageMode.DUAL, [Transition(1, "operator", "kafka", "dual", [])])
+    other.create(record_path(root, "g0"), dual.encode(), makepath=True)
+    records = WatchedRecords(root, WatchedChildren(zk), WatchedData(zk))
+    first = records.read(list_every_s=1.0)
+    assert set(first) == {"g0"}
+    clock[0] += 0.5
+    other.create(record_path(root, "g1"), dual.encode())
+    counted = records._fired[0]
+    wait_for(lambda: counted.value >= 1, 10, what="the list's watch")
+    assert records.read(list_every_s=1.0) is first and "g1" not in first  # deferred
+    other.set(record_path(root, "g0"), GroupRecord(StorageMode.KAFKA, []).encode())
+    wait_for(
+        lambda: records.read(list_every_s=1.0)["g0"][0].mode is StorageMode.KAFKA,
+        10,
+        what="a changed record read at once",
+    )
+    assert "g1" not in records.read(list_every_s=1.0)
+    clock[0] += 0.6  # past the window: the deferred listing is made
+    fresh = WatchedRecords(root, WatchedChildren(other), WatchedData(other)).read()
+    assert records.read(list_every_s=1.0) == fresh and set(fresh) == {"g0", "g1"}
+    other.create(record_path(root, "g2"), dual.encode())  # the control: not deferred
+    wait_for(lambda: "g2" in records.read(), 10, what="g2 read at once")
 
 
 OFFSET = "/consumers/g/offsets/t/0"
