@@ -228,7 +228,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
             requests = self._follow_shares(requests)
             if not self.shares.held():
                 return 0  # no share dealt to this bridge (yet): nothing of its to mirror
-        self.watched.expire_some()  # the resync's net, a batch a tick
+        self.watched.expire_some()  # the resync's net, paced
         self.watched_data.expire_some()
         phases.mark("requests")
         if not self.kafka.first_pass():

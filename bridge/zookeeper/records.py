@@ -136,7 +136,9 @@ class WatchedRecords:
         # some records follows a whole one: those not read again kept their watches, and
         # one deleted meanwhile comes back through the list's
         present = [p for p in paths if p in got]
-        held = self.children.held([self.base]) and len(self.data.held(present)) == len(present)
+        # (a listing deferred is made later: the list is as good as held until then)
+        listing = self._relist or self.children.held([self.base])
+        held = listing and len(self.data.held(present)) == len(present)
         self._whole = held
         return self._last
 

@@ -27,6 +27,7 @@ whose watch fired since (an old consumer joined, left or committed, a group appe
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -40,8 +41,11 @@ from bridge.zookeeper import answers
 
 #: requests in flight at once, as the reader's window
 WINDOW = 512
-#: answers forgotten per tick after the full reconcile's :meth:`_Watched.expire`
-EXPIRE_PER_TICK = 500
+#: answers forgotten per second after the full reconcile's :meth:`_Watched.expire`
+#: (per second, not per tick: under a commit load the flow ticks 30+ times a second, and
+#: 500 a tick forgot 30,000 answers in two seconds, each mixed group's offset nodes read
+#: again in a burst: old consumers' commits waited 100-400 ms per tick behind it)
+EXPIRE_PER_S = 1000
 _GONE = object()
 
 
@@ -115,6 +119,7 @@ class _Watched:
         self._taken_off: set[str] = set()
         #: the answers :meth:`expire` queued, forgotten a batch per :meth:`expire_some`
         self._expiring: deque[str] = deque()
+        self._expired_at = 0.0  # when expire_some last forgot (or expire queued)
         #: paths read absent whose ``exists`` watch (``_created``) is armed: absent still
         self._absent: set[str] = set()
         #: which changed nodes to read again at once, when their watch fires (see
@@ -260,7 +265,7 @@ class _Watched:
                 counter.fired(None)
 
     def expire(self) -> None:
-        """Forget every answer held now, ``EXPIRE_PER_TICK`` at a time (:meth:`expire_some`,
+        """Forget every answer held now, ``EXPIRE_PER_S`` a second (:meth:`expire_some`,
         once a tick): the full reconcile's net for a watch lost any other way (a bug here,
         a server bug). Forgotten at once, the next tick read every list and record again
         (at 10,000 groups about 30,000 reads: seconds, with commits waiting behind it).
@@ -268,11 +273,19 @@ class _Watched:
         with self._lock:
             if not self._expiring:
                 self._expiring = deque([*self._cache, *self._absent])
+                self._expired_at = time.monotonic()
 
-    def expire_some(self, count: int = EXPIRE_PER_TICK) -> None:
+    def expire_some(self, count: int | None = None) -> None:
         """Forget the next ``count`` answers :meth:`expire` queued (read again when next
-        asked for; what was derived from them is derived again: ``FireCounter``)."""
+        asked for; what was derived from them is derived again: ``FireCounter``); by
+        default as many as ``EXPIRE_PER_S`` since the last call that forgot any (at most
+        a second's worth)."""
         with self._lock:
+            if count is None:
+                now = time.monotonic()
+                self._expired_at = max(self._expired_at, now - 1.0)  # a second's worth
+                count = int((now - self._expired_at) * EXPIRE_PER_S + 1e-9)
+                self._expired_at += count / EXPIRE_PER_S  # the rest adds up to the next
             for _ in range(min(count, len(self._expiring))):
                 path = self._expiring.popleft()
                 was_absent = path in self._absent
