@@ -356,3 +356,35 @@ def test_a_group_the_pages_read_failed_for_is_read_by_the_pages_tick(cluster, mo
     assert reads[-1] == ["g003"]  # read again by the page's tick itself
     assert "g003" in reader.page_now and not pic.views["g003"].error
     assert "g003" not in pic.unread
+
+
+def test_the_periodic_listing_is_made_off_the_tick(cluster, monkeypatch):
+    """Between passes ListGroups is made every full_interval_s (a group the records
+    missed, or one gone, is read again); at 10,000 groups it held the tick 90-130 ms
+    every second. It runs on a thread of its own now, and the tick after it ended asks
+    the group it found: not the tick that started it (the control: the tick's thread never
+    lists)."""
+    reader, groups, reads = cluster
+    groups.update({"a": 1})
+    listed_on: list[str] = []
+    real = kafka_groups.list_groups
+
+    def listing(admin):
+        listed_on.append(threading.current_thread().name)
+        return real(admin)
+
+    monkeypatch.setattr(kafka_groups, "list_groups", listing)
+    reader.full_interval_s = 0.05
+    pic = reader.read()
+    while reader.reconciling():
+        pic = reader.read()
+    assert set(pic.views) == {"a"}
+    groups["b"] = 1  # created, and no record of it followed
+    reads.clear()
+    deadline = time.monotonic() + 10
+    while "b" not in reader.read().views:
+        assert time.monotonic() < deadline, "the listing's group was not read"
+        time.sleep(0.01)
+    assert reads[-1] == ["b"]  # read by the tick after the listing ended
+    assert len(listed_on) >= 2 and threading.main_thread().name not in listed_on[1:]
+    reader.close()
