@@ -177,6 +177,7 @@ class KafkaGroupsReader:
             make = ReconcilePass if first else ReconcilePass.background
             self._pass, self._relist = make(pic.wanted), False
             self._prefetch.drop()
+            self._listing = None  # a listing under way is older than this pass's
         elif self._pass is None:
             # ListGroups answers per coordinator: a group the listing missed, or one gone,
             # is read again (not during a pass: it just listed; at 10,000 groups a listing
