@@ -46,7 +46,7 @@ from bench import fleet_zk
 from bench.bridge_metrics import Watcher, Window, describe
 from bench.offsets import OffsetBench, bench_session, parse_common
 from bench.offsets_stats import dist, pct, verdict
-from bench.offsets_zk import delete_tree
+from bench.offsets_zk import delete_tree, windowed
 from bridge.zookeeper.txn import Multi
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
@@ -78,7 +78,7 @@ def raw_create_ceiling(connect: str, root: str, n: int) -> tuple[float, int, int
             results = r.get()
             if any(isinstance(x, Exception) for x in results):
                 raise SystemExit(f"raw ceiling: a transaction failed: {results[:3]}")
-        stats = [r.get()[1] for r in [zk.get_async(p) for p in paths]]
+        stats = [r.get()[1] for _, r in windowed(paths, zk.get_async)]
         mtimes = [s.mtime for s in stats]
         span_s = (max(mtimes) - min(mtimes)) / 1000
         delete_tree(zk, root, set(paths))

@@ -8,7 +8,7 @@ import bisect
 import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,6 +23,10 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from bench.offsets_load import Commit
 
 now = time.perf_counter
+#: requests one of the bench's reads keeps in flight at most: a million reads sent at once
+#: queued kazoo's heartbeat ping behind them, and on a slow day the connection dropped and
+#: reconnected in a loop (ZooKeeper answers about 100,000 reads a second)
+READ_WINDOW = 5000
 _CREATED_OR_CHANGED = (1, 3)  # ZooKeeper's NodeCreated and NodeDataChanged event types
 
 
@@ -187,10 +191,23 @@ class NodeState:
     mzxid: int  # the transaction that last wrote it
 
 
+def windowed(
+    items: Iterable[str], ask: Callable[[str], IAsyncResult], window: int = READ_WINDOW
+) -> Iterator[tuple[str, IAsyncResult]]:
+    """Each item with its pipelined answer, in order, with at most ``window`` asked and
+    not yet taken (the caller's ``get`` of each answer paces the next requests)."""
+    asked: deque[tuple[str, IAsyncResult]] = deque()
+    for item in items:
+        asked.append((item, ask(item)))
+        if len(asked) >= window:
+            yield asked.popleft()
+    while asked:
+        yield asked.popleft()
+
+
 def read_all(zk: KazooClient, paths: Sequence[str], wall_offset: float) -> dict[str, NodeState]:
-    pending = [(p, zk.get_async(p)) for p in paths]
     out: dict[str, NodeState] = {}
-    for p, r in pending:
+    for p, r in windowed(paths, zk.get_async):
         try:
             data, stat = r.get()
             out[p] = NodeState(int(data), stat.version, stat.mtime / 1000 - wall_offset, stat.mzxid)
@@ -207,9 +224,9 @@ def present(zk: KazooClient, paths: Sequence[str]) -> list[str]:
     for p in paths:
         up, _, name = p.rpartition("/")
         by_parent[up].add(name)
-    asked = [(up, names, zk.get_children_async(up)) for up, names in by_parent.items()]
     out: list[str] = []
-    for up, names, answer in asked:
+    for up, answer in windowed(by_parent, zk.get_children_async):
+        names = by_parent[up]
         try:
             out.extend(f"{up}/{c}" for c in names.intersection(answer.get()))
         except NoNodeError:
@@ -341,7 +358,7 @@ def delete_tree(
     level = [root] if zk.exists(root) else []
     while level:
         levels.append(level)
-        asked = [(p, zk.get_children_async(p)) for p in level if p not in leaves]
+        asked = windowed([p for p in level if p not in leaves], zk.get_children_async)
         level = []
         for p, answer in asked:
             try:
