@@ -41,12 +41,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from kazoo.interfaces import IAsyncResult
 
 from bench import fleet_zk
 from bench.bridge_metrics import Watcher, Window, describe
 from bench.offsets import OffsetBench, bench_session, parse_common
 from bench.offsets_stats import dist, pct, verdict
-from bench.offsets_zk import delete_tree, windowed
+from bench.offsets_zk import TXN_WINDOW, delete_tree, windowed
 from bridge.zookeeper.txn import Multi
 from bridge.zookeeper.writer import MAX_BATCH_OPS
 
@@ -68,13 +69,14 @@ def raw_create_ceiling(connect: str, root: str, n: int) -> tuple[float, int, int
         zk.ensure_path(root)
         paths = [f"{root}/{i}" for i in range(n)]
         batches = [paths[i : i + MAX_BATCH_OPS] for i in range(0, n, MAX_BATCH_OPS)]
-        sent = []
-        for b in batches:
+
+        def create(batch: list[str]) -> IAsyncResult:
             txn = Multi(zk)  # built and sent as the bridge's own (like with like)
-            for p in b:
+            for p in batch:
                 txn.create(p, b"1")
-            sent.append(txn.commit_async())
-        for r in sent:
+            return txn.commit_async()
+
+        for _, r in windowed(batches, create, TXN_WINDOW):
             results = r.get()
             if any(isinstance(x, Exception) for x in results):
                 raise SystemExit(f"raw ceiling: a transaction failed: {results[:3]}")

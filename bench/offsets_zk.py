@@ -13,6 +13,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import accumulate
+from typing import TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -27,6 +28,11 @@ now = time.perf_counter
 #: queued kazoo's heartbeat ping behind them, and on a slow day the connection dropped and
 #: reconnected in a loop (ZooKeeper answers about 100,000 reads a second)
 READ_WINDOW = 5000
+#: the same for 1,000-op transactions: a ping is answered in its turn, after every
+#: request sent before it, and a thousand transactions at once (a million operations,
+#: 8-12 s of the server's work) held it past kazoo's read timeout
+TXN_WINDOW = 50
+T = TypeVar("T")
 _CREATED_OR_CHANGED = (1, 3)  # ZooKeeper's NodeCreated and NodeDataChanged event types
 
 
@@ -192,11 +198,11 @@ class NodeState:
 
 
 def windowed(
-    items: Iterable[str], ask: Callable[[str], IAsyncResult], window: int = READ_WINDOW
-) -> Iterator[tuple[str, IAsyncResult]]:
+    items: Iterable[T], ask: Callable[[T], IAsyncResult], window: int = READ_WINDOW
+) -> Iterator[tuple[T, IAsyncResult]]:
     """Each item with its pipelined answer, in order, with at most ``window`` asked and
     not yet taken (the caller's ``get`` of each answer paces the next requests)."""
-    asked: deque[tuple[str, IAsyncResult]] = deque()
+    asked: deque[tuple[T, IAsyncResult]] = deque()
     for item in items:
         asked.append((item, ask(item)))
         if len(asked) >= window:
@@ -367,13 +373,8 @@ def delete_tree(
                 pass
     deleted = 0
     for paths in reversed(levels):
-        sent = []
-        for i in range(0, len(paths), batch):
-            txn = zk.transaction()
-            for p in paths[i : i + batch]:
-                txn.delete(p)
-            sent.append((paths[i : i + batch], txn.commit_async()))
-        for chunk, result in sent:
+        chunks = [paths[i : i + batch] for i in range(0, len(paths), batch)]
+        for chunk, result in windowed(chunks, partial(_delete_all, zk), TXN_WINDOW):
             results = result.get()
             if all(r is True for r in results):
                 deleted += len(results)
@@ -385,3 +386,10 @@ def delete_tree(
                 except NoNodeError:
                     pass
     return deleted
+
+
+def _delete_all(zk: KazooClient, paths: list[str]) -> IAsyncResult:
+    txn = zk.transaction()
+    for p in paths:
+        txn.delete(p)
+    return txn.commit_async()
