@@ -476,3 +476,29 @@ def test_the_groups_gauge_counts_every_group_mirrored_not_the_ticks(zk, world, m
     assert group in flow.records and kafka_mode >= 1
     gauge = METRICS.registry.get_sample_value("zkbridge_groups", {"mode": "kafka"})
     assert gauge == kafka_mode
+
+
+def test_a_group_not_in_zookeeper_has_its_offsets_read_by_its_root_alone(zk, admin, topic_name):
+    """A cold start's groups are not under ``/consumers`` yet: their offsets are not
+    listed (the absent root says there are none), and the tree's write asks nothing more
+    of the root. The control: a group an old consumer left in ZooKeeper is listed and
+    its offset read."""
+    fresh, rooted = topic_name("fresh"), topic_name("rooted")
+    zk.create(zkpaths.offset_path(rooted, "t", 0), b"7", makepath=True)
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(zk, admin, writer, GroupFilter([fresh, rooted]), root=ROOT)
+    asked: list[str] = []
+    for cache in (flow.watched, flow.watched_data):
+        send = cache._send
+        cache._send = lambda path, send=send: (asked.append(path), send(path))[1]
+
+    read = flow._zk_offsets([fresh, rooted], set())
+
+    assert read[fresh] == ({}, set())
+    assert read[rooted] == ({zkpaths.TopicPartition("t", 0): 7}, set())
+    assert zkpaths.offsets_path(fresh) not in asked  # no listing of what cannot exist
+    assert zkpaths.offsets_path(rooted) in asked  # the control
+    asked.clear()
+    root = zkpaths.consumer_group_path(fresh)
+    assert flow.tree._read_present([root, f"{root}/offsets"]) == {}
+    assert asked == []  # its absence is held behind the exists watch already
