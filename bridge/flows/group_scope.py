@@ -6,7 +6,8 @@ page of a pass under way) but those found as they were last written (``settled``
 the groups whose nodes someone else writes every moment (old consumers registered, a
 storage mode other than kafka, groups only in ZooKeeper, proxies) or that are being
 deleted. At 10,000 groups every set here is derived again only when its inputs changed
-(``flows.zk_groups``, ``flows.settled``). A mixin of ``GroupMirrorFlow``, whose state it
+(``flows.zk_groups``, ``flows.settled``). With shares, the groups of the shares held, and
+the ones taken over read again. A mixin of ``GroupMirrorFlow``, whose state it
 reads.
 """
 
@@ -17,11 +18,14 @@ from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from bridge.decide.migration import GroupRecord, StorageMode
+from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.kafka_groups import KafkaGroupsReader, KafkaPicture
 from bridge.flows.settled import SettledGroups
 from bridge.flows.zk_groups import ZkGroups
 from bridge.kafka.offsets_log import OffsetsLogFollower
+from bridge.zookeeper.fence import ShareFence
+from bridge.zookeeper.owned import OwnedTree
 
 if TYPE_CHECKING:
     from bridge.flows.decided import Decided
@@ -44,6 +48,10 @@ class GroupScope:
     _modes_n: int
     _others: set[str]
     _mode_of: Callable[[str], StorageMode | None]  # GroupStorageModes'
+    shares: ShareFence | None
+    _shares_seen: int  # the shares' generation this flow last reconciled
+    tree: OwnedTree
+    resync: Callable[[], None]  # the flow's
 
     def _scope(
         self,
@@ -160,3 +168,38 @@ class GroupScope:
             and g not in self._topic_unknown
             and self._mode_of(g) is StorageMode.KAFKA
         }
+
+    def _follow_shares(self, requests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
+        """Poll the follower (it settles a rebalance); when the shares held changed,
+        reconcile in full (others wrote the new shares' nodes). The requests held."""
+        assert self.shares is not None and self.follower is not None
+        self.kafka.dirty |= self.follower.changed_groups()
+        if self._shares_seen != self.shares.generation:
+            self._shares_seen = self.shares.generation
+            self.settled.forget()
+            self.kafka.refilter()
+            self.zk_groups.refilter()
+            self._take_over(self.shares.take_over())
+            self.resync()
+        return {g: r for g, r in requests.items() if self.shares.holds_group(g)}
+
+    def _take_over(self, shares: set[int]) -> None:
+        """The groups of ``shares`` (another bridge held them since this one did): their
+        nodes and ledger read again before their next decision (the others wrote them; the
+        shares kept through a rebalance were written by this bridge alone, and stay as
+        known), and their Kafka side read this tick even while a reconcile is under way
+        (the resync's full read waits for it)."""
+        assert self.shares is not None
+        if not shares:
+            return
+        count = self.shares.shares
+
+        def taken(group: str) -> bool:
+            return share_of_group(group, count) in shares
+
+        if self.tree.loaded:
+            self.tree.take_over(self.tree.groups_where(taken))
+        if self.kafka.picture is not None:
+            fresh = {g for g in self.kafka.picture.kinds if taken(g)}
+            self.kafka.dirty |= fresh
+            self.kafka.reshaped |= fresh

@@ -20,6 +20,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
+import zkpaths
 from bridge.config import StormSpout
 from bridge.decide.dialects import pykafka_members, pykafka_refusal, stand_aside
 from bridge.decide.groups import (
@@ -34,7 +35,6 @@ from bridge.decide.groups import (
 )
 from bridge.decide.known import KnownNodes
 from bridge.decide.migration import GroupRecord, StorageMode
-from bridge.decide.shares import share_of_group
 from bridge.flows.coexist import Coexistence
 from bridge.flows.coexist_reads import GroupReads
 from bridge.flows.decided import Decided, ZkPicture
@@ -301,41 +301,6 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
                 return True
         return False
 
-    def _follow_shares(self, requests: dict[str, tuple[str, int]]) -> dict[str, tuple[str, int]]:
-        """Poll the follower (it settles a rebalance); when the shares held changed,
-        reconcile in full (others wrote the new shares' nodes). The requests held."""
-        assert self.shares is not None and self.follower is not None
-        self.kafka.dirty |= self.follower.changed_groups()
-        if self._shares_seen != self.shares.generation:
-            self._shares_seen = self.shares.generation
-            self.settled.forget()
-            self.kafka.refilter()
-            self.zk_groups.refilter()
-            self._take_over(self.shares.take_over())
-            self.resync()
-        return {g: r for g, r in requests.items() if self.shares.holds_group(g)}
-
-    def _take_over(self, shares: set[int]) -> None:
-        """The groups of ``shares`` (another bridge held them since this one did): their
-        nodes and ledger read again before their next decision (the others wrote them; the
-        shares kept through a rebalance were written by this bridge alone, and stay as
-        known), and their Kafka side read this tick even while a reconcile is under way
-        (the resync's full read waits for it)."""
-        assert self.shares is not None
-        if not shares:
-            return
-        count = self.shares.shares
-
-        def taken(group: str) -> bool:
-            return share_of_group(group, count) in shares
-
-        if self.tree.loaded:
-            self.tree.take_over(self.tree.groups_where(taken))
-        if self.kafka.picture is not None:
-            fresh = {g for g in self.kafka.picture.kinds if taken(g)}
-            self.kafka.dirty |= fresh
-            self.kafka.reshaped |= fresh
-
     def _zk_picture(self, pic: KafkaPicture, requests: dict[str, tuple[str, int]]) -> ZkPicture:
         """ZooKeeper's side of this tick: the groups under ``/consumers``, the ones the
         bridge has nodes of, who is registered, cut to the tick's scope (``_scope``); what
@@ -344,6 +309,9 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         groups = ledger.groups()
         mirrored = set(groups) if self.shares is None else {g for g in groups if self._holds(g)}
         zk_groups, zk_set = self.zk_groups.listed(cold=self.kafka.first_pass())
+        if requests or self.zk_groups.derives():
+            self.tree.land()  # who is an old consumer is derived from every write landed
+            mirrored |= {g for g in ledger.groups() if self._holds(g)}
         scope = self._scope(pic, zk_set, mirrored, ledger, requests)
         self.tree.ensure(set(self.tree.pending) if scope is None else scope)
         # a group being deleted still answers for a moment, as Dead and without offsets
@@ -453,8 +421,13 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         self.refused = aside
 
     def _write(self, decided: Decided, tree: ZkPicture) -> int:
-        """The difference between the desired and the current nodes, applied fenced."""
-        return self.tree.write(decided.desired, decided.refresh, tree.owned, tree.scope)
+        """The difference between the desired and the current nodes, applied fenced; a
+        cold start's page lands while the next one is decided (``OwnedTree.land``)."""
+        defer = tree.scope is not None and self.kafka.first_pass()
+        if defer:  # the next page's groups asked first, answered before these writes
+            roots = map(zkpaths.consumer_group_path, self.kafka.next_page())
+            self.watched_data.watch_ahead([r for r in roots if r not in self.known])
+        return self.tree.write(decided.desired, decided.refresh, tree.owned, tree.scope, defer)
 
     def _dialects(
         self, group: str, legacy: list[str], view: GroupView | None

@@ -409,6 +409,10 @@ class KafkaGroupsReader:
         """A pass is under way (groups listed, pages left to read and decide)."""
         return self._pass is not None and (not self._pass.finished or self._prefetch.pending)
 
+    def next_page(self) -> list[str]:
+        """The groups of the pass's page being read now (decided by a later tick)."""
+        return list(self._prefetch.page)
+
     def first_pass(self) -> bool:
         """The pass under way is the term's first (full pages, back to back)."""
         return self.reconciling() and self._pass is not None and not self._pass.every_s

@@ -92,6 +92,19 @@ class ZkGroups:
             self._changed_at = now
         return self.groups, self.group_set
 
+    def derives(self) -> bool:
+        """Whether :meth:`with_old_consumers` reads some group's ``/ids`` again now (a group
+        listed since, a fired or unwatched ``/ids``): what it derives then is kept until
+        that ``/ids`` changes, so it must be derived from every write landed
+        (``OwnedTree.land``: a member the bridge wrote, taken for an old consumer)."""
+        return (
+            self._derived is None
+            or self._derived_at != self.generation
+            or self.group_set is not self._derived
+            or bool(self._unwatched)
+            or self._fired.pending()
+        )
+
     def with_old_consumers(self, owned: AbstractSet[str], fresh: bool = False) -> set[str]:
         """Of :meth:`listed`, the groups with consumer ids under ``/ids`` that the bridge did
         not write (``owned``): real old consumers. Read again: the groups listed since, the

@@ -22,7 +22,7 @@ from bridge.decide.known import KnownNodes
 from bridge.decide.plan import Desired, Node, plan_writes
 from bridge.metrics import METRICS
 from bridge.zookeeper.verification import GroupsRead, VerifyRead, group_of, read_groups
-from bridge.zookeeper.writer import BatchRejected, FencedWriter, read_nodes
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, Sent, read_nodes
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +82,31 @@ class OwnedTree:
         #: groups whose owned nodes, read again, were not as known (someone else changed
         #: them, a write was refused): their decision is due again (``take_drifted``)
         self.drifted: set[str] = set()
+        #: a deferred write's batches in flight (``write(defer=True)``), with the groups
+        #: they write and what a refused batch is retried from; taken by ``land``
+        self._landing: tuple[Sent, set[str], Mapping[str, Desired], set[str] | None] | None
+        self._landing = None
+
+    def land(self, groups: Iterable[str] | None = None) -> None:
+        """Take the answers of the deferred write in flight (``write(defer=True)``) into
+        ``known`` and the ledger: before anything reads them for its groups (``groups``,
+        None: any), and before anything more is planned or sent. A refused batch is
+        retried group by group, as in ``write``."""
+        landing = self._landing
+        if landing is None or (groups is not None and landing[1].isdisjoint(groups)):
+            return
+        self._landing = None
+        sent, _, desired, scope = landing
+        try:
+            self.writer.finish(sent, self.known)
+        except BatchRejected as exc:
+            log.warning("group batch rejected (%s); retrying group by group", exc)
+            METRICS.zk_errors.labels(kind=type(exc.error).__name__).inc()
+            self._apply_per_group(desired, scope)
 
     def owned(self, held: Callable[[str], bool] | None = None) -> set[str]:
         """The owned nodes under ``/consumers``; with ``held``, of the groups it holds."""
+        self.land()
         groups = self.writer.ledger.owned.groups()
         if held is not None:
             groups = {g for g in groups if held(g)}
@@ -93,6 +115,8 @@ class OwnedTree:
     def of_groups(self, groups: Iterable[str], root: bool = False) -> set[str]:
         """The owned nodes of ``groups`` (and ``/consumers`` itself with ``root``), from
         the ledger's index: what those groups hold, not a pass over every owned node."""
+        groups = groups if isinstance(groups, (set, frozenset, list)) else list(groups)
+        self.land(groups)
         ledger = self.writer.ledger.owned
         out = ledger.of_groups(groups)
         if root and zkpaths.CONSUMERS in ledger:
@@ -109,6 +133,7 @@ class OwnedTree:
         under way: at 1,000,000 offset nodes one outlasts ``bridge.resync_interval_s``,
         and starting over verified the first groups again and again, never the last.
         Returns whether a verification was queued."""
+        self.land()
         if not self.loaded:
             self.writer.ledger.load(self.zk, [], nodes=self.scopes)
             self.known = KnownNodes(read_nodes(self.zk, sorted(self.owned())))
@@ -138,6 +163,7 @@ class OwnedTree:
         mixed group among them must have its proxies started within the old proxies'
         session timeout."""
         groups = set(groups)
+        self.land(groups)
         self.pending |= groups
         self.verify_read.touched(groups)  # another bridge wrote them since a page's read
 
@@ -151,6 +177,7 @@ class OwnedTree:
     def groups_where(self, wanted: Callable[[str], bool]) -> list[str]:
         """The groups with ledger markers (in ZooKeeper now, or indexed) that ``wanted``
         keeps: with shares, a share's groups, including those another bridge created."""
+        self.land()
         try:
             listed = self.zk.get_children(self.writer.ledger.marker(zkpaths.CONSUMERS))
         except NoNodeError:
@@ -160,6 +187,7 @@ class OwnedTree:
     def verify_page(self, now: float | None = None) -> None:
         """Compare the page whose read ended, then start reading the next page ``resync``
         queued, unless one was started less than ``VERIFY_EVERY_S`` ago."""
+        self.land()
         now = time.monotonic() if now is None else now
         if self.verify_read.ready():
             read, again = self.verify_read.take()
@@ -181,6 +209,7 @@ class OwnedTree:
 
     def reload(self, groups: list[str]) -> None:
         """The ledger below each of ``groups`` and their owned nodes, read again now."""
+        self.land(groups)
         if groups:
             self.verify_read.touched(groups)
             self._adopt_groups(self.read_groups(list(groups)))
@@ -200,7 +229,9 @@ class OwnedTree:
         self.drifted.update(group_of(p) for p in owned | set(fresh) if was.get(p) != fresh.get(p))
 
     def close(self) -> None:
-        """The term ended: no page's read is compared after this."""
+        """The term ended: no page's read is compared after this, and a deferred write's
+        answers are not taken (the flow and its known tree go with the term)."""
+        self._landing = None
         self.verify_read.drop()
         self.verify_read.close()
 
@@ -215,10 +246,15 @@ class OwnedTree:
         refresh: set[str],
         owned: set[str],
         scope: set[str] | None,
+        defer: bool = False,
     ) -> int:
         """Plan the difference between ``desired`` and the nodes as known (``refresh``:
         read again first) and apply it fenced; a rejected batch is retried group by group.
-        The number of operations written."""
+        The number of operations written. ``defer``: the batches are sent and their
+        answers taken later (``land``): a cold start's page is written while the next
+        one is decided (waiting for each page's answers was a third of the main thread,
+        with ZooKeeper idle while the bridge decided and the bridge idle while it wrote)."""
+        self.land()
         unknown = [p for p in desired if p not in self.known or p in refresh]
         self.verify_read.touched(self._adopt(self._read_present(unknown), refresh))
         plan = plan_writes(desired, self.known, owned, self.writer.session_id)
@@ -227,7 +263,11 @@ class OwnedTree:
         self._forget_foreign(desired)
         if not plan.ops:
             return 0
-        self.verify_read.touched({group_of(op.path) for op in plan.ops})
+        written = {group_of(op.path) for op in plan.ops}
+        self.verify_read.touched(written)
+        if defer:
+            self._landing = (self.writer.send(plan.ops), written, desired, scope)
+            return len(plan.ops)
         try:
             self.writer.apply(plan.ops, self.known)
             return len(plan.ops)

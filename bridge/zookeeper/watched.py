@@ -77,6 +77,11 @@ class FireCounter:
             else:
                 self._paths.add(path)
 
+    def pending(self) -> bool:
+        """Whether a watch fired (or everything was forgotten) since the last take."""
+        with self._lock:
+            return self._everything or bool(self._paths)
+
     def take(self) -> set[str] | None:
         """The paths fired since the last take; None when every answer was forgotten
         meanwhile (derive everything again). Take it before reading: a watch that fires
@@ -127,12 +132,17 @@ class _Watched:
         self.refresh: Callable[[str], bool] | None = None
         #: those reads in flight: path -> (result, the marks when sent)
         self._refreshing: dict[str, tuple[Any, tuple[int, int]]] = {}
+        #: ``exists`` watches sent ahead of a read (``watch_ahead``): path -> (result,
+        #: the clear count when sent)
+        self._ahead: dict[str, tuple[Any, int]] = {}
 
     def _read(self, paths: Sequence[str], denied: Callable[[str], None] | None) -> dict[str, Any]:
         """Each path's answer (absent paths left out): cached ones, the others read with a
         watch, ``window`` requests in flight."""
         out: dict[str, Any] = {}
         gone: set[str] = set()  # absent, as its armed exists watch says
+        if self._ahead:
+            self._take_ahead(paths)
         with self._lock:
             for p in paths:
                 if p in self._absent:
@@ -193,6 +203,37 @@ class _Watched:
             with self._lock:
                 # a creation since is caught at the next read (its watch is off the table
                 # then: _armed_absent); the counters hear it from _created either way
+                if stat is None and self._cleared == cleared:
+                    self._absent.add(path)
+
+    def watch_ahead(self, paths: Iterable[str]) -> None:
+        """Set an ``exists`` watch on each of ``paths`` not held, without waiting for the
+        answers: one found absent is held as absent when next read (as after a read's
+        ``_watch_absent``). A cold start's next page's groups, asked before the page
+        written now: ZooKeeper answers a session's requests in order, so that page's
+        reads do not wait behind these writes (``OwnedTree.write(defer=True)``)."""
+        with self._lock:
+            cleared = self._cleared
+            todo = [
+                p
+                for p in dict.fromkeys(paths)
+                if p not in self._cache and p not in self._absent and p not in self._ahead
+            ]
+        sent = {p: self.zk.exists_async(p, watch=self._created) for p in todo}
+        with self._lock:
+            if self._cleared == cleared:
+                self._ahead.update({p: (result, cleared) for p, result in sent.items()})
+
+    def _take_ahead(self, paths: Sequence[str]) -> None:
+        """The answers ``watch_ahead`` asked for ``paths``: the absent ones held so."""
+        with self._lock:
+            taken = [(p, self._ahead.pop(p)) for p in paths if p in self._ahead]
+        for path, (result, cleared) in taken:
+            try:
+                stat = answers.answer(result)
+            except NoAuthError:
+                continue
+            with self._lock:  # a creation since: its watch is off the table (_armed_absent)
                 if stat is None and self._cleared == cleared:
                     self._absent.add(path)
 
@@ -258,6 +299,7 @@ class _Watched:
             self._cache.clear()
             self._absent.clear()
             self._refreshing.clear()
+            self._ahead.clear()
             self._expiring.clear()
             self._taken_off.clear()
             self._cleared += 1

@@ -15,6 +15,7 @@ import logging
 import threading
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -23,6 +24,7 @@ from kazoo.exceptions import (
     RolledBackError,
     RuntimeInconsistency,
 )
+from kazoo.interfaces import IAsyncResult
 
 from bridge.decide.known import KnownNodes
 from bridge.decide.plan import Create, Delete, Node, SetData, ZkOp, apply_to, parent
@@ -159,6 +161,10 @@ class Ledger:
         )
 
 
+#: batches sent by :meth:`FencedWriter.send`, each with what its answer is checked against
+Sent = list[tuple[list[ZkOp], Any, list, set[str], IAsyncResult]]
+
+
 class FencedWriter:
     """Applies planned operations in fenced, ledgered batches and keeps a known tree."""
 
@@ -195,16 +201,27 @@ class FencedWriter:
         node was not as ``known`` said; a batch that failed changed nothing, and the batches
         that succeeded are reflected in ``known`` before the error is raised.
         """
+        self.finish(self.send(ops), known)
+
+    def send(self, ops: Sequence[ZkOp]) -> Sent:
+        """:meth:`apply`'s first half: every batch sent, no answer awaited. Their answers
+        are taken by :meth:`finish` (before anything else is sent or planned: a batch
+        built meanwhile would not know the markers these create)."""
         if self.halted is not None and self.halted.is_set():
             raise Fenced("the bridge is stopping: nothing more is written")
         if self.shares is not None:  # every share held, checked before a batch is sent
             self.shares.epochs_for([op.path for op in ops])
         pending: set[str] = set()
         dropped: set[str] = set()  # markers deleted earlier in this apply
-        sent = []
+        sent: Sent = []
         for batch in _batches(ops):
             txn, checked, slots, created = self._build(batch, pending, dropped)
             sent.append((batch, checked, slots, created, txn.commit_async()))
+        return sent
+
+    def finish(self, sent: Sent, known: MutableMapping[str, Node]) -> None:
+        """:meth:`apply`'s second half: each batch's answer, in order, into ``known`` and
+        the ledger; raises as :meth:`apply` does."""
         failure: BaseException | None = None
         for batch, checked, slots, created, result in sent:
             try:

@@ -227,6 +227,7 @@ class Modes(GroupStorageModes):
         self.reader = reader
         self.coexist = SimpleNamespace(reads=reads)
         self.known = {}
+        self.tree = SimpleNamespace(read_fresh=reader.watched_data.nodes)  # as the flow's
 
 
 def _all_offsets(zk: KazooClient) -> dict[TopicPartition, int]:

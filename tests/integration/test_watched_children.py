@@ -284,3 +284,22 @@ def _kept(data: WatchedData, path: str) -> bytes | None:
     """What the cache holds for ``path`` now, without reading (None: nothing)."""
     with data._lock:
         return data._cache.get(path, (None,))[0]
+
+
+@pytest.mark.parametrize("ahead", [True, False], ids=["ahead", "negative-control"])
+def test_absence_watched_ahead_is_held_without_a_read(zk, other, ahead) -> None:
+    """``watch_ahead`` (a cold start's next page, asked before the page written now): a
+    node found absent is held absent behind its ``exists`` watch, so the read asks
+    nothing; one created since is read as it is. The control reads without it."""
+    data = WatchedData(zk)
+    absent, created = "/consumers/ahead-a", "/consumers/ahead-b"
+    if ahead:
+        data.watch_ahead([absent, created])
+    other.create(created, b"x", makepath=True)  # after the watch was set (or not)
+    wait_for(lambda: data.get([created]) != {}, 10, what="the created node read")
+    listed = data.listed
+    assert data.get([absent]) == {}
+    assert data.listed == listed + (0 if ahead else 1)  # nothing asked when watched ahead
+    assert data.held([absent]) == {absent}  # held behind its exists watch either way
+    other.create(absent, b"y")
+    wait_for(lambda: data.get([absent]) != {}, 10, what="its creation seen")
