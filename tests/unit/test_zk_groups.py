@@ -193,3 +193,31 @@ def test_the_reconcile_forgets_at_a_pace_in_time_not_per_tick(monkeypatch):
     assert len(watched) == 1000 - 30 - 100
     watched.expire_some(7)
     assert len(watched) == 1000 - 137
+
+
+def test_derives_says_beforehand_whether_the_old_consumers_are_read_again():
+    """``derives`` (the flow lands a deferred write first when it says so: a member the
+    bridge wrote is not to be taken for an old consumer) against what the next
+    ``with_old_consumers`` actually reads, step by step."""
+    reader, watched, sets, owned = _world()
+
+    def step() -> None:
+        before, reads = sets.derives(), reader.reads
+        sets.with_old_consumers(owned)
+        assert before == (reader.reads > reads)
+
+    sets.listed()
+    step()  # the first derivation
+    step()  # nothing changed: no read, and derives said so
+    _fire(watched, "/consumers/a/offsets/t")  # not who is there
+    step()
+    _fire(watched, "/consumers/b/ids")
+    step()
+    reader.listing = ["a", "b", "c"]  # a group appeared under /consumers
+    _fire(watched, "/consumers")
+    sets.listed()
+    step()  # c has no /ids: unwatched, read again next time too
+    step()
+    reader.ids["c"] = []
+    step()
+    step()  # held now: nothing more to read
