@@ -253,7 +253,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         phases.mark("decide")
         to_kafka = self._offsets_by_mode(decided, pic, wanted, tree.owned, stopped, set(requests))
         phases.mark("modes")
-        written = self._write(decided, tree)
+        written = self._write(decided, tree, bool(requests))
         phases.mark("write")
         self.settled.written(self._settled_now(decided))
         self.settled.mixed_written(self._quiet_now(decided, pic, to_kafka))
@@ -420,10 +420,12 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         self.skipped = skipped
         self.refused = aside
 
-    def _write(self, decided: Decided, tree: ZkPicture) -> int:
+    def _write(self, decided: Decided, tree: ZkPicture, asked: bool = False) -> int:
         """The difference between the desired and the current nodes, applied fenced; a
-        cold start's page lands while the next one is decided (``OwnedTree.land``)."""
-        defer = tree.scope is not None and self.kafka.first_pass()
+        cold start's page lands while the next one is decided (``OwnedTree.land``), but
+        not when a forced sync is answered this tick (``asked``: its answer says what
+        this tick's writes reached)."""
+        defer = tree.scope is not None and self.kafka.first_pass() and not asked
         if defer:  # the next page's groups asked first, answered before these writes
             roots = map(zkpaths.consumer_group_path, self.kafka.next_page())
             self.watched_data.watch_ahead([r for r in roots if r not in self.known])

@@ -502,3 +502,54 @@ def test_a_group_not_in_zookeeper_has_its_offsets_read_by_its_root_alone(zk, adm
     root = zkpaths.consumer_group_path(fresh)
     assert flow.tree._read_present([root, f"{root}/offsets"]) == {}
     assert asked == []  # its absence is held behind the exists watch already
+
+
+def test_a_cold_starts_pages_land_later_but_not_in_a_tick_answering_a_forced_sync(
+    zk, stack, admin, topic_name, monkeypatch
+):
+    """During the first pass a page's writes land while the next is decided
+    (``OwnedTree.write(defer=True)``); a tick that answers ``zk-bridge migrate``'s forced
+    sync waits for its writes, since its answer says what they reached. The control:
+    the pages' other ticks do defer."""
+    from bridge.zookeeper import sync
+
+    monkeypatch.setattr(paging, "PAGE_GROUPS", 1)  # a page per group: several ticks
+    topic = topic_name("t")
+    create_topic(admin, topic, 1)
+    prefix = topic_name("p")
+    names = [f"{prefix}-{i}" for i in range(4)]
+    commit_each(admin, names, topic, 3)
+    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT, follower=follower
+    )
+    writes: list[tuple[bool, bool]] = []  # (deferred, a sync request pending)
+    real_write = flow.tree.write
+
+    def write(desired, refresh, owned, scope, defer=False):
+        asked = bool(sync.pending_requests(zk, ROOT))
+        writes.append((defer, asked))
+        return real_write(desired, refresh, owned, scope, defer)
+
+    flow.tree.write = write  # type: ignore[method-assign]
+    answered: list = []
+    try:
+        flow.resync()
+        thread = threading.Thread(
+            target=lambda: answered.append(sync.request_sync(zk, ROOT, names[0], 30))
+        )
+        thread.start()
+        wait_for(lambda: sync.pending_requests(zk, ROOT), 10, what="the forced sync asked")
+        wait_for(
+            lambda: flow.tick() >= 0 and all(_zk_offset(zk, g, topic) == 3 for g in names),
+            60,
+            0.05,
+            "every group mirrored",
+        )
+        thread.join(30)
+    finally:
+        follower.close()
+    assert answered and answered[0] is not None  # the sync was answered
+    assert (True, False) in writes  # the control: a first pass's page deferred
+    assert not [w for w in writes if w == (True, True)]  # never while a sync is answered
