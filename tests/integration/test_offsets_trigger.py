@@ -104,6 +104,16 @@ def commit_each(admin, groups: list[str], topic: str, offset: int) -> None:
         )
 
 
+def _followed_flow(zk, stack, admin, prefix: str) -> tuple[OffsetsLogFollower, GroupMirrorFlow]:
+    """A follower from the log's end and a flow mirroring the groups named ``prefix-*``."""
+    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT, follower=follower
+    )
+    return follower, flow
+
+
 def _tick_until(flow: GroupMirrorFlow, zk: KazooClient, group: str, topic: str, want: int):
     """Tick until ZooKeeper holds ``want`` (a topic created a moment ago may wait for the
     next read of the topics, ``full_interval_s``)."""
@@ -262,11 +272,7 @@ def test_full_read_reconciled_page_by_page(stack, zk, admin, topic_name, monkeyp
     prefix = topic_name("p")
     names = [f"{prefix}-{i:02d}" for i in range(10)]
     commit_each(admin, names, topic, 3)
-    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
-    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
-    flow = GroupMirrorFlow(
-        zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT, follower=follower
-    )
+    follower, flow = _followed_flow(zk, stack, admin, prefix)
     try:
         flow.resync()
         caplog.set_level(logging.INFO, logger=paging.log.name)
@@ -519,11 +525,7 @@ def test_a_cold_starts_pages_land_later_but_not_in_a_tick_answering_a_forced_syn
     prefix = topic_name("p")
     names = [f"{prefix}-{i}" for i in range(4)]
     commit_each(admin, names, topic, 3)
-    follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
-    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
-    flow = GroupMirrorFlow(
-        zk, admin, writer, GroupFilter([f"{prefix}-.*"]), root=ROOT, follower=follower
-    )
+    follower, flow = _followed_flow(zk, stack, admin, prefix)
     writes: list[tuple[bool, bool]] = []  # (deferred, a sync request pending)
     real_write = flow.tree.write
 
