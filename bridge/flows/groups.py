@@ -275,9 +275,9 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
     def await_records(self, timeout_s: float, woken: threading.Event) -> bool:
         """The service's wait between ticks: up to ``timeout_s``, until ``woken`` (a watch,
         a stop) or records of ``__consumer_offsets`` naming a group arrive, which the next
-        tick then reads. True when records arrived: the tick runs now, not at its poll (a
-        commit waited up to ``poll_interval_s`` for the next tick to see it). The follower
-        is polled on this thread, as in a tick; with shares it is the service's plain wait
+        tick then reads (or takes: ``flows.read_marks``). True when records arrived: the
+        tick runs now, not at its poll (a commit waited up to ``poll_interval_s`` for the
+        next tick to see it). The follower is polled on this thread, as in a tick; with shares it is the service's plain wait
         (a poll there may join the bridges' group, which takes seconds). A group read
         behind its own records (``flows.log_ahead``) makes the tick run within
         ``LATE_RETRY_S``."""
@@ -296,7 +296,7 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
             except KafkaError:  # the tick's own poll meets it too, and reports it there
                 woken.wait(left)
                 return False
-            if changed:
+            if changed or follower.direct_groups():  # or commits taken as they are
                 self.kafka.dirty |= changed
                 return True
         return False

@@ -21,6 +21,7 @@ from kafka import KafkaAdminClient
 
 from bridge.flows.log_ahead import LogAhead
 from bridge.flows.paging import PagePrefetch, ReconcilePass
+from bridge.flows.read_marks import ReadMarks
 from bridge.kafka.cluster import partition_counts
 from bridge.kafka.groups import list_groups, read_groups, read_offsets
 from bridge.kafka.offsets_log import OFFSETS_TOPIC, OffsetsLogFollower
@@ -113,6 +114,26 @@ class KafkaGroupsReader:
         self.ahead = LogAhead()
         #: the filter's answers changed (the shares held): the wanted groups listed again
         self._refilter = False
+        #: per group, how far its last read saw in the follower's log (``read_marks``)
+        self.marks = ReadMarks.of_topic(admin, follower.topic if follower else OFFSETS_TOPIC)
+        if follower is not None:
+            follower.direct = self._takes_commits
+
+    def _takes_commits(self, group: str, at: int) -> bool:
+        """Whether ``group``'s commit records from ``at`` on are taken as its offsets
+        (``bridge.flows.read_marks``): a group with a view read before them, whose view
+        only its offsets move, with nothing else to read it for."""
+        view = self.picture.views.get(group) if self.picture is not None else None
+        return (
+            view is not None
+            and not view.error
+            and view.state != "Dead"
+            and group not in self.dirty
+            and not self._prefetch.reading(group)
+            and self.marks.past(group, at)
+            and self.filter(group)
+            and self.offsets_only(group)
+        )
 
     def read(self) -> KafkaPicture:
         """Groups, members and topics: read in full every ``full_interval_s``; in between
@@ -169,6 +190,7 @@ class KafkaGroupsReader:
         self.ahead.add(follower.take_said())
         pic = self._with_echoes(self.picture, follower.take_echoes())
         self.reread_now, self.same_view = set(), set()
+        pic = self._with_commits(pic, follower.take_direct())
         if self._pass is not None and not self.reconciling():  # its last page was written
             self._close_pass()
         if pic is None or self._relist:
@@ -196,7 +218,7 @@ class KafkaGroupsReader:
                 page = self._pass.take(pic.views)
                 # groups of other protocols (Connect) are only listed
                 ask = [g for g in page if self._describes(pic, g)]
-                self._prefetch.start(page, ask, partial(self._read_settled, before=pic.views))
+                self._prefetch.start(page, ask, partial(self._read_page, before=pic.views))
         self.picture = pic
         return pic
 
@@ -230,10 +252,12 @@ class KafkaGroupsReader:
         still usable; the page's groups touched since are read by this tick."""
         if not self._prefetch.ready():
             return [], {}
-        page, views, left = self._prefetch.take()
+        page, views, left, marks = self._prefetch.take()
         failed = {g for g, v in views.items() if v.error}  # type: ignore[attr-defined]
         self._ask(left | failed)  # read by this tick (and stay dirty if that fails too)
-        return page, {g: v for g, v in views.items() if g not in failed}  # type: ignore[misc]
+        usable = {g: v for g, v in views.items() if g not in failed}
+        self.marks.mark(usable, marks)
+        return page, usable  # type: ignore[return-value]
 
     def _ask(self, groups: set[str]) -> None:
         """Describe and fetch ``groups`` in this tick's read."""
@@ -274,6 +298,25 @@ class KafkaGroupsReader:
                 views[g] = replace(view, offsets={**view.offsets, **offsets})
         return replace(pic, views=views)
 
+    def _with_commits(
+        self, pic: KafkaPicture | None, taken: Mapping[str, Mapping[TopicPartition, int]]
+    ) -> KafkaPicture | None:
+        """``pic`` with the offsets of the commit records taken (``read_marks``): those
+        groups count as read this tick. One named otherwise since is read instead."""
+        if pic is None or not taken:
+            return pic
+        views = dict(pic.views)
+        for g, offsets in taken.items():
+            view = views.get(g)
+            if view is None or view.error or g in self.dirty:
+                continue
+            fresh = replace(view, offsets={**view.offsets, **offsets})
+            if fresh == view:
+                self.same_view.add(g)
+            views[g] = fresh
+            self.reread_now.add(g)
+        return replace(pic, views=views)
+
     def _full_picture(self) -> KafkaPicture:
         """Every group listed and described (each with the API of its type), with its
         offsets, and the topics."""
@@ -302,7 +345,11 @@ class KafkaGroupsReader:
         kinds, views, unread = dict(pic.kinds), dict(pic.views), set(pic.unread)
         dead = set(pic.dead)
         read = {g: v for g, v in prefetched.items() if self.filter(g)}
-        read.update(self._read_changed(groups, pic.views) if groups else {})
+        if groups:
+            asked = self._read_changed(groups, pic.views)
+            done = [g for g, v in asked.items() if not v.error]
+            self.marks.mark(done, self.marks.ask(g for g in done if self.offsets_only(g)))
+            read.update(asked)
         for g, view in read.items():
             if view.error:
                 continue
@@ -322,6 +369,7 @@ class KafkaGroupsReader:
                 self.same_view.add(g)
             dead.discard(g)
             if gone:
+                self.marks.forget([g])
                 kinds.pop(g, None)
                 views.pop(g, None)
                 continue
@@ -373,6 +421,13 @@ class KafkaGroupsReader:
                 views[g] = replace(before[g], offsets=fresh)
         rest = [g for g in groups if g not in views]
         return {**views, **self._read_settled(rest, before)} if rest else views
+
+    def _read_page(
+        self, groups: list[str], before: dict[str, GroupView]
+    ) -> tuple[dict, dict[str, int]]:
+        """A page's read (on its own thread), and its groups' marks asked after it."""
+        views = self._read_settled(groups, before)
+        return views, self.marks.ask(g for g, v in views.items() if not v.error)
 
     def _read_settled(self, groups: list[str], before: dict[str, GroupView]) -> dict:
         """``read_groups``, once more for a live group whose offsets vanished: described

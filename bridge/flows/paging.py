@@ -164,7 +164,10 @@ class PagePrefetch:
         return self._future is not None
 
     def start(
-        self, page: list[str], ask: Iterable[str], read: Callable[[list[str]], Mapping]
+        self,
+        page: list[str],
+        ask: Iterable[str],
+        read: Callable[[list[str]], tuple[Mapping, Mapping[str, int]]],
     ) -> None:
         """``read`` of ``ask`` (the page's groups Kafka describes), for ``page``."""
         self.page, self._asked, self._stale = page, set(ask), set()
@@ -178,20 +181,24 @@ class PagePrefetch:
     def ready(self) -> bool:
         return self._future is not None and self._future.done()
 
-    def take(self) -> tuple[list[str], dict[str, object], set[str]]:
-        """The page, the views read for it still usable, and the groups left to the tick
-        (touched since, or the read failed: read in the tick instead). Call when
-        ``ready``."""
+    def take(self) -> tuple[list[str], dict[str, object], set[str], dict[str, int]]:
+        """The page, the views read for it still usable, the groups left to the tick
+        (touched since, or the read failed: read in the tick instead), and the read's
+        marks (``read_marks``). Call when ``ready``; ``read`` answered (views, marks)."""
         assert self._future is not None
         try:
-            views = dict(self._future.result())
+            views, marks = self._future.result()
         except Exception as exc:  # noqa: BLE001 - the tick reads them itself and says so
             log.debug("a page's read failed (read in the tick): %s: %s", type(exc).__name__, exc)
-            views = {}
+            views, marks = {}, {}
         usable = {g: v for g, v in views.items() if g in self._asked and g not in self._stale}
         page, left = self.page, self._asked - usable.keys()
         self._future, self.page, self._asked, self._stale = None, [], set(), set()
-        return page, usable, left
+        return page, usable, left, marks
+
+    def reading(self, group: str) -> bool:
+        """Whether ``group`` is in the page being read."""
+        return self._future is not None and group in self._asked
 
     def drop(self) -> None:
         """Forget the page under way (a new pass): its read ends on its own."""

@@ -29,7 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kafka import KafkaConsumer
@@ -63,11 +63,13 @@ SHARE_GROUP_KEY_VERSIONS = (9, 10, 11)
 @dataclass(frozen=True, slots=True)
 class OffsetCommitted:
     """A committed offset of one partition of a group; ``offset`` None: the commit was
-    removed (expired, deleted, or its group deleted)."""
+    removed (expired, deleted, or its group deleted). ``at``: the record's offset in its
+    partition of the followed topic (-1 when not read from it)."""
 
     group: str
     partition: TopicPartition
     offset: int | None
+    at: int = field(default=-1, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,9 @@ class GroupChanged:
 Event = OffsetCommitted | GroupChanged
 Start = Literal["beginning", "end"]
 Report = Callable[[str, str], None]
+#: ``direct(group, at)``: whether the group's commit records from ``at`` on may be taken
+#: as its offsets without asking Kafka (``bridge.flows.read_marks``)
+Direct = Callable[[str, int], bool]
 
 
 class OffsetsLogError(RuntimeError):
@@ -211,6 +216,9 @@ class OffsetsLogFollower:
         #: the bridge's own commits, whose records are echoes (set by the groups flow)
         self.own: OwnCommits | None = None
         self._echoes: dict[str, dict[TopicPartition, int]] = {}
+        #: set by the groups flow: which groups' commit records are their offsets
+        self.direct: Direct | None = None
+        self._direct: dict[str, dict[TopicPartition, int]] = {}
         #: per group, the offset the last record of each partition said (None: removed)
         self._said: dict[str, dict[TopicPartition, int | None]] = {}
         #: the consumer's polls run here, one at a time, the caller waiting (see ``poll``)
@@ -283,34 +291,45 @@ class OffsetsLogFollower:
         """The groups that the records fetched by now name (see :meth:`poll`); those whose
         records were not all offset commits are also kept for :meth:`take_reshaped`. A
         group whose records were all echoes of the bridge's own commits (``own``) is not
-        named: its offsets are kept for :meth:`take_echoes`."""
+        named: its offsets are kept for :meth:`take_echoes`; nor one whose commit records
+        ``direct`` takes as its offsets (kept for :meth:`take_direct`)."""
         events = self.poll(timeout_ms)
         self._reshaped.update(
             e.group for e in events if not isinstance(e, OffsetCommitted) or e.offset is None
         )
         changed: set[str] = set()
         echoes: dict[str, dict[TopicPartition, int]] = {}
+        commits: dict[str, dict[TopicPartition, int]] = {}
+        first_at: dict[str, int] = {}
         for e in events:
             if isinstance(e, OffsetCommitted):
                 self._said.setdefault(e.group, {})[e.partition] = e.offset
             elif e.deleted:
                 self._said.pop(e.group, None)
-            if (
-                self.own is not None
-                and isinstance(e, OffsetCommitted)
-                and e.offset is not None
-                and self.own.take(e.group, e.partition, e.offset)
-            ):
+            if not isinstance(e, OffsetCommitted) or e.offset is None:
+                changed.add(e.group)
+            elif self.own is not None and self.own.take(e.group, e.partition, e.offset):
                 echoes.setdefault(e.group, {})[e.partition] = e.offset
+            elif self.direct is not None and e.offset >= 0 and e.at >= 0:
+                commits.setdefault(e.group, {})[e.partition] = e.offset
+                first_at.setdefault(e.group, e.at)
             else:
                 changed.add(e.group)
         if echoes:
             METRICS.own_commit_records.inc(sum(len(o) for o in echoes.values()))
+        # echoes and taken commits of one group: their order is not kept, so it is read
+        changed |= (echoes.keys() | self._echoes.keys()) & (commits.keys() | self._direct.keys())
+        for group, offsets in commits.items():
+            if group in changed or self.direct is None or not self.direct(group, first_at[group]):
+                changed.add(group)
+            else:
+                self._direct.setdefault(group, {}).update(offsets)
         for group, offsets in echoes.items():
             if group not in changed:
                 self._echoes.setdefault(group, {}).update(offsets)
         for group in changed:
             self._echoes.pop(group, None)  # read again: the group APIs say it all
+            self._direct.pop(group, None)
         return changed
 
     def take_echoes(self) -> dict[str, dict[TopicPartition, int]]:
@@ -318,6 +337,16 @@ class OffsetsLogFollower:
         showed that were the bridge's own commits (:mod:`bridge.kafka.own_commits`)."""
         echoes, self._echoes = self._echoes, {}
         return echoes
+
+    def direct_groups(self) -> set[str]:
+        """The groups whose taken commits wait for :meth:`take_direct`."""
+        return set(self._direct)
+
+    def take_direct(self) -> dict[str, dict[TopicPartition, int]]:
+        """Since the last call, per group named by nothing else: the offsets its commit
+        records said, taken as they are (``direct``)."""
+        taken, self._direct = self._direct, {}
+        return taken
 
     def take_said(self) -> dict[str, dict[TopicPartition, int | None]]:
         """Since the last call, per group and partition, the offset its last record said
@@ -354,7 +383,7 @@ class OffsetsLogFollower:
 
     def _event(self, partition: int, offset: int, key: bytes | None, value: bytes | None):
         """One record's event, or None; a skipped kind of record is reported once."""
-        event, skipped = record_event(key, value)
+        event, skipped = record_event(key, value, offset)
         if skipped is not None and skipped.kind not in self._reported:
             self._reported.add(skipped.kind)
             self.report(f"{self.topic}-{partition} offset {offset}", skipped.message)
@@ -369,8 +398,11 @@ class Skipped:
     message: str
 
 
-def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, Skipped | None]:
-    """The event of one record of the topic, and what of it was skipped (pure).
+def record_event(
+    key: bytes | None, value: bytes | None, at: int = -1
+) -> tuple[Event | None, Skipped | None]:
+    """The event of one record of the topic (``at``: its offset there), and what of it was
+    skipped (pure).
 
     A value this code cannot read under a key naming a group still yields
     ``GroupChanged``: the group APIs then say what it is."""
@@ -378,7 +410,7 @@ def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, 
         return None, Skipped("no key", "a record without a key: skipped")
     fast = commit_key_fields(key)  # the common case in one pass (see fast_records)
     if fast is not None and value is not None and (v := commit_value_fields(value)):
-        return OffsetCommitted(fast[0], TopicPartition(fast[1], fast[2]), v[0]), None
+        return OffsetCommitted(fast[0], TopicPartition(fast[1], fast[2]), v[0], at), None
     try:
         k = decode_key(key)
     except RecordError as exc:
@@ -404,7 +436,7 @@ def record_event(key: bytes | None, value: bytes | None) -> tuple[Event | None, 
         return GroupChanged(k.group, deleted=v is None), None
     assert isinstance(k, OffsetCommitKey)
     offset = v.offset if isinstance(v, OffsetCommitValue) else None
-    return OffsetCommitted(k.group, TopicPartition(k.topic, k.partition), offset), None
+    return OffsetCommitted(k.group, TopicPartition(k.topic, k.partition), offset, at), None
 
 
 def _other_key(k: UnknownKey) -> tuple[Event | None, Skipped | None]:

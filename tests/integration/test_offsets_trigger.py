@@ -236,6 +236,9 @@ def test_a_record_read_before_its_commit_is_served_is_read_again(
     create_topic(admin, topic, 1)
     consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap_servers, group_id=group)
     flow, copy = _ahead_world(stack, zk, admin, topic_name, group, topic)
+    # records of a group whose commits are read, not taken as they are (a mixed group's):
+    # the copy's records here say what Kafka does not serve yet (flows.read_marks)
+    flow.kafka.offsets_only = lambda g: False
     try:
         _commit(consumer, topic, 5)
         _tick_until(flow, zk, group, topic, 5)
@@ -413,7 +416,8 @@ def test_a_commit_ends_the_wait_between_ticks(zk, world):
     assert flow.await_records(30, woken) is False  # woken: over at once, no record
     _commit(consumer, topic, 9)
     assert flow.await_records(30, threading.Event()) is True
-    assert group in flow.kafka.dirty
+    # its commit taken as the record says (flows.read_marks), or the group to read again
+    assert group in flow.kafka.dirty | flow.follower.direct_groups()
     _tick_until(flow, zk, group, topic, 9)
 
 

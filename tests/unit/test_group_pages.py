@@ -80,6 +80,8 @@ class _Follower:
     """The follower's side the reader asks each tick: no records (assigned, quiet)."""
 
     assigned = True
+    topic = "__consumer_offsets"
+    direct = None
 
     def changed_groups(self, timeout_ms: int = 0) -> set[str]:
         return set()
@@ -91,6 +93,9 @@ class _Follower:
         return {}
 
     def take_said(self) -> dict:
+        return {}
+
+    def take_direct(self) -> dict:
         return {}
 
 
