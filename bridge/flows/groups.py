@@ -277,8 +277,9 @@ class GroupMirrorFlow(GroupStorageModes, GroupScope):
         a stop) or records of ``__consumer_offsets`` naming a group arrive, which the next
         tick then reads (or takes: ``flows.read_marks``). True when records arrived: the
         tick runs now, not at its poll (a commit waited up to ``poll_interval_s`` for the
-        next tick to see it). The follower is polled on this thread, as in a tick; with shares it is the service's plain wait
-        (a poll there may join the bridges' group, which takes seconds). A group read
+        next tick to see it). The follower is polled on this thread, as in a tick; with
+        shares it is the service's plain wait (a poll there may join the bridges' group,
+        which takes seconds). A group read
         behind its own records (``flows.log_ahead``) makes the tick run within
         ``LATE_RETRY_S``."""
         follower = self.follower
