@@ -4,8 +4,10 @@ consumes the topic's partitions.
 
 Every offset commit and every group metadata change is a record of that compacted topic,
 so reading it says *which* groups changed without asking the group APIs about every group
-on every tick. It only triggers: what the bridge writes still comes from the group APIs
-(``groups.read_groups``), re-read for the groups the records name.
+on every tick. Mostly it triggers: what the bridge writes comes from the group APIs
+(``groups.read_groups``), re-read for the groups the records name; only a commit record
+newer than its group's last read, of a group whose view only its offsets move, is taken
+as it is (``direct``, ``bridge.flows.read_marks``).
 
 The follower is a plain consumer without a group: it assigns itself every partition of the
 topic and keeps its positions in memory (``positions()``, to save and start from again).
