@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bridge.flows.read_marks import ReadMarks
-from bridge.kafka.offsets_log import Event, GroupChanged, OffsetCommitted, OffsetsLogFollower
+from bridge.kafka.offsets_log import GroupChanged, OffsetCommitted
 from bridge.kafka.own_commits import OwnCommits
+from tests.unit.test_own_commits import _Scripted
 from zkpaths import TopicPartition
 from zkpaths.javahash import coordinator_partition
 
@@ -54,21 +55,12 @@ def test_each_group_is_marked_by_its_own_partition():
     assert asked == {g: 100 + coordinator_partition(g, 5) for g in groups}
 
 
-class _Scripted(OffsetsLogFollower):
-    """The follower's bookkeeping over records given by the test instead of a consumer."""
-
-    def __init__(self) -> None:
-        self._new_state()
-        self.own = OwnCommits()
-        self.assigned = True
-        self.batches: list[list[Event]] = []
-
-    def poll(self, timeout_ms: int = 0, max_records: int = 100_000) -> list[Event]:
-        return self.batches.pop(0) if self.batches else []
+def _scripted() -> _Scripted:
+    return _Scripted(OwnCommits())
 
 
 def test_commits_taken_and_anything_else_names_the_group():
-    f = _Scripted()
+    f = _scripted()
     f.direct = lambda group, at: group != "unmarked" and at >= 10
     f.own.expect("echoed", {T0: 3})
     f.batches = [
@@ -96,13 +88,13 @@ def test_commits_taken_and_anything_else_names_the_group():
 
 def test_without_direct_every_commit_names_its_group():
     """The control: the same records with nothing taken."""
-    f = _Scripted()
+    f = _scripted()
     f.batches = [[OffsetCommitted("g", T0, 5, at=10)]]
     assert f.changed_groups() == {"g"} and f.take_direct() == {}
 
 
 def test_a_taken_group_named_in_a_later_poll_is_read_instead():
-    f = _Scripted()
+    f = _scripted()
     f.direct = lambda group, at: True
     f.batches = [[OffsetCommitted("g", T0, 5, at=10)], [GroupChanged("g")]]
     assert f.changed_groups() == set()
