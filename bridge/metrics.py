@@ -152,6 +152,11 @@ class Metrics:
             "records of __consumer_offsets that were the bridge's own commits (not re-read)",
             registry=r,
         )
+        self.commit_records_taken = Counter(
+            "zkbridge_commit_records_taken",
+            "offsets taken from commit records of __consumer_offsets as they are (not re-read)",
+            registry=r,
+        )
 
         self.ungated_groups = Gauge(
             "zkbridge_ungated_groups",

@@ -326,6 +326,7 @@ class OffsetsLogFollower:
                 changed.add(group)
             else:
                 self._direct.setdefault(group, {}).update(offsets)
+                METRICS.commit_records_taken.inc(len(offsets))
         for group, offsets in echoes.items():
             if group not in changed:
                 self._echoes.setdefault(group, {}).update(offsets)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from bridge.flows.read_marks import ReadMarks
 from bridge.kafka.offsets_log import GroupChanged, OffsetCommitted
 from bridge.kafka.own_commits import OwnCommits
+from bridge.metrics import METRICS
 from tests.unit.test_own_commits import _Scripted
 from zkpaths import TopicPartition
 from zkpaths.javahash import coordinator_partition
@@ -78,7 +79,9 @@ def test_commits_taken_and_anything_else_names_the_group():
             OffsetCommitted("echoed", T1, 4, at=21),  # ... and a commit: read again
         ]
     ]
+    before = METRICS.commit_records_taken._value.get()
     changed = f.changed_groups()
+    assert METRICS.commit_records_taken._value.get() - before == 2  # counted per partition
     assert changed == {"early", "unmarked", "reshaped", "removed", "echoed"}
     assert f.direct_groups() == {"taken"}
     assert f.take_direct() == {"taken": {T0: 7, T1: 6}}
