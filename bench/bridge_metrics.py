@@ -59,6 +59,8 @@ class Window:
     gc_count: int = 0
     gc_s: float = 0.0
     wall_s: float = 0.0  # the window's length
+    taken: int = 0  # offsets taken from commit records as they are (flows.read_marks)
+    echoes: int = 0  # records that were the bridge's own commits (kafka.own_commits)
 
 
 def window(before: Samples, after: Samples, flow: str = "groups") -> Window:
@@ -79,6 +81,8 @@ def window(before: Samples, after: Samples, flow: str = "groups") -> Window:
             w.phases[lab["phase"]] = delta(name, **lab)
     w.gc_count = round(delta("zkbridge_gc_pause_seconds_count"))
     w.gc_s = delta("zkbridge_gc_pause_seconds_sum")
+    w.taken = round(delta("zkbridge_commit_records_taken_total"))
+    w.echoes = round(delta("zkbridge_own_commit_records_total"))
     return w
 
 
@@ -96,6 +100,10 @@ def describe(w: Window | None) -> list[str]:
     ranked = sorted(w.phases.items(), key=lambda kv: -kv[1])
     lines.append("      by phase: " + ", ".join(f"{p} {s:.2f} s" for p, s in ranked if s >= 0.005))
     lines.append(f"    full collections: {w.gc_count}, {w.gc_s:.2f} s paused")
+    lines.append(
+        f"    offsets taken from their records, not read: {w.taken}; "
+        f"records of the bridge's own commits: {w.echoes}"
+    )
     return lines
 
 

@@ -43,7 +43,10 @@ def test_a_window_is_what_happened_between_two_scrapes():
     ticks.observe(2.0)  # before the window: not counted
     m.phase_seconds.labels(flow="groups", phase="kafka").observe(1.0)
     m.gc_pause.observe(0.5)
+    m.commit_records_taken.inc(7)  # before the window
     before = parse(generate_latest(m.registry).decode())
+    m.commit_records_taken.inc(100)
+    m.own_commit_records.inc(3)
     for took in (0.05, 0.2, 0.3):
         ticks.observe(took)
     m.tick_seconds.labels(flow="registry").observe(9.0)  # another flow: not counted
@@ -56,6 +59,7 @@ def test_a_window_is_what_happened_between_two_scrapes():
     assert abs(w.tick_s - 0.55) < 1e-9
     assert w.phases == {"kafka": 0.125, "write": 0.25}
     assert (w.gc_count, round(w.gc_s, 9)) == (2, 0.1)
+    assert (w.taken, w.echoes) == (100, 3)
     assert SLOW_S == 0.1  # a bucket bound of the tick histogram, or slow_ticks is wrong
 
 
