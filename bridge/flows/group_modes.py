@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kafka import KafkaAdminClient
@@ -227,7 +227,9 @@ class GroupStorageModes:
                 if g in mixed and (hit := memo.cached_offsets(g)) is not None:
                     kept[g] = hit
         unread = self._rooted([g for g in groups if g not in kept])
-        read = self.reader.offsets(dict.fromkeys(unread), known=known)
+        # listed with the group's offsets dir: the topics of the group's owned nodes
+        likely = owned_topic_dirs(unread, self.writer.ledger.owned.of_groups(unread))
+        read = self.reader.offsets(dict.fromkeys(unread), known=known, likely=likely)
         read.update({g: {} for g in groups if g not in kept and g not in read})
         for g, nodes in read.items():
             kept[g] = OffsetsRead(
@@ -239,3 +241,15 @@ class GroupStorageModes:
             g: (r.offsets, {tp for tp, path in r.paths.items() if path in owned})
             for g, r in kept.items()
         }
+
+
+def owned_topic_dirs(groups: Iterable[str], owned: Iterable[str]) -> dict[str, set[str]]:
+    """Per group of ``groups``, the topics of its offset nodes in ``owned`` (the bridge's
+    paths ``/consumers/<g>/offsets/<t>/<p>``)."""
+    want = set(groups)
+    out: dict[str, set[str]] = {}
+    for path in owned:
+        parts = path.split("/")
+        if len(parts) == 6 and parts[3] == "offsets" and parts[2] in want:
+            out.setdefault(parts[2], set()).add(parts[4])
+    return out

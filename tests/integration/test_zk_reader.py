@@ -99,6 +99,45 @@ def test_only_the_topics_asked_for_are_read_and_versions_are_kept(zk: KazooClien
     assert got == {"g": {TopicPartition("t", 0): OffsetNode(2, 1)}} and seen == []
 
 
+@pytest.mark.parametrize("likely", [True, False], ids=["listed-ahead", "negative-control"])
+def test_topic_dirs_likely_there_are_listed_with_the_groups_dir(zk: KazooClient, likely) -> None:
+    """The topics the bridge wrote are listed in the same round as the group's offsets
+    dir; one not guessed is listed after, one guessed but not there is not taken.
+    Negative control: without the guess, every topic dir waits for the second round."""
+    _tree(
+        zk,
+        {
+            "/consumers/g/offsets/t/0": b"1",
+            "/consumers/g/offsets/t/1": b"2",
+            "/consumers/g/offsets/u/0": b"3",  # not guessed
+        },
+    )
+    reader, seen = _reader(zk)
+    rounds: list[list[str]] = []
+    real = reader.children
+
+    def counted(paths):
+        rounds.append(sorted(paths))
+        return real(paths)
+
+    reader.children = counted  # type: ignore[method-assign]
+    guess = {"g": {"t", "gone"}} if likely else None
+    got = reader.offsets({"g": None}, likely=guess)
+    assert got == {
+        "g": {
+            TopicPartition("t", 0): OffsetNode(1, 0),
+            TopicPartition("t", 1): OffsetNode(2, 0),
+            TopicPartition("u", 0): OffsetNode(3, 0),
+        }
+    }
+    assert seen == []
+    base = "/consumers/g/offsets"
+    if likely:
+        assert rounds == [[base, f"{base}/gone", f"{base}/t"], [f"{base}/u"]]
+    else:
+        assert rounds == [[base], [f"{base}/t", f"{base}/u"]]
+
+
 def test_offsets_at_keeps_a_bad_node_with_its_version_for_the_write(zk: KazooClient) -> None:
     _tree(zk, {"/consumers/g/offsets/t/0": b"10", "/consumers/g/offsets/t/1": b"x"})
     reader, seen = _reader(zk)

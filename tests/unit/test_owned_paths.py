@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bridge.flows.group_modes import owned_topic_dirs
 from bridge.zookeeper.owned_paths import OwnedPaths
 
 segment = st.sampled_from(["consumers", "brokers", "g", "g1", "g10", "ids", "owners", "t", "0"])
@@ -75,3 +76,19 @@ def test_the_ledger_root_key_is_a_path_like_any_other() -> None:
     owned.discard("")
     assert "" not in owned and set(owned) == {"/consumers"}
     assert 3 not in owned  # type: ignore[operator]
+
+
+def test_the_topics_of_a_groups_owned_offset_nodes():
+    """What ``ConsumerTreeReader`` is told to list with a group's offsets dir: only the
+    topics of the asked groups' offset nodes (not their owners, ids or other groups)."""
+    owned = [
+        "/consumers/g/offsets/t/0",
+        "/consumers/g/offsets/t/1",
+        "/consumers/g/offsets/u/0",
+        "/consumers/g/owners/v/0",
+        "/consumers/g/ids/c1",
+        "/consumers/h/offsets/w/0",
+        "/consumers/g/offsets",
+    ]
+    assert owned_topic_dirs(["g"], owned) == {"g": {"t", "u"}}
+    assert owned_topic_dirs(["g", "h", "x"], owned) == {"g": {"t", "u"}, "h": {"w"}}
