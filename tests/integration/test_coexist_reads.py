@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 
 from bridge.flows.coexist_reads import GroupReads, read_group
 from bridge.flows.group_modes import GroupStorageModes
+from bridge.zookeeper.owned_paths import OwnedPaths
 from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.watched import WatchedChildren, WatchedData
 from tests.conftest import wait_for
@@ -228,6 +229,8 @@ class Modes(GroupStorageModes):
         self.coexist = SimpleNamespace(reads=reads)
         self.known = {}
         self.tree = SimpleNamespace(read_fresh=reader.watched_data.nodes)  # as the flow's
+        # no ledger: no topic dir is listed ahead of the group's (``owned_topic_dirs``)
+        self.writer = SimpleNamespace(ledger=SimpleNamespace(owned=OwnedPaths()))
 
 
 def _all_offsets(zk: KazooClient) -> dict[TopicPartition, int]:
