@@ -348,7 +348,7 @@ class KafkaGroupsReader:
         if groups:
             asked = self._read_changed(groups, pic.views)
             done = [g for g, v in asked.items() if not v.error]
-            self.marks.mark(done, self.marks.ask(g for g in done if self.offsets_only(g)))
+            self.marks.mark(done, self.marks.ask(g for g in done if self._marked(g, pic)))
             read.update(asked)
         for g, view in read.items():
             if view.error:
@@ -391,6 +391,12 @@ class KafkaGroupsReader:
         return KafkaPicture(
             kinds, wanted, views, partitions, read_at, frozenset(unread), frozenset(dead)
         )
+
+    def _marked(self, group: str, pic: KafkaPicture) -> bool:
+        """Whether ``group``'s read is marked: one whose records may be taken, and one read
+        for the first time (new since the pass: its storage mode is only decided after this
+        read, and unmarked its next record would have it read once more)."""
+        return group not in pic.views or self.offsets_only(group)
 
     def _completing(self, view: GroupView) -> bool:
         """A classic group waiting for its generation to be stored (``flows.log_ahead``),

@@ -205,6 +205,8 @@ def _ahead_world(stack, zk, admin, topic_name, group, topic):
     served when the append completes)."""
     copy = topic_name("offsets-copy")
     create_topic(admin, copy, 1)
+    # its high watermark asked after each read (flows.read_marks) from any broker
+    wait_for(lambda: known_everywhere(admin, copy, 1), 30, 0.1, f"{copy} everywhere")
     follower = OffsetsLogFollower(stack.bootstrap_servers, topic=copy, start="end", partitions=1)
     writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
     flow = GroupMirrorFlow(
