@@ -40,6 +40,7 @@ from bridge.zookeeper.reader import ConsumerTreeReader
 from bridge.zookeeper.records import WatchedRecords, create_records
 from bridge.zookeeper.writer import FencedWriter
 from zkpaths import TopicPartition
+from zkpaths.names import parse_id
 
 if TYPE_CHECKING:
     from bridge.flows.decided import Decided
@@ -102,9 +103,14 @@ class GroupStorageModes:
         # every group's nodes in one pipelined read, but the bridge's own offset nodes of
         # kafka-mode groups no one else shares: those are as it last wrote or read them
         mine = {g for g in groups if g not in mixed and self._mode_of(g) is StorageMode.KAFKA}
-        read = self._zk_offsets(groups, owned, mine, mixed)
-        inferred: dict[str, StorageMode] = {}
         topics = pic.partitions.keys()  # not a set copied per group: every topic, each tick
+        in_kafka = {
+            g: [tp for tp in pic.views[g].offsets if tp.topic in topics]
+            for g in mine
+            if g in pic.views
+        }
+        read = self._zk_offsets(groups, owned, mine, mixed, in_kafka)
+        inferred: dict[str, StorageMode] = {}
         for g in groups:
             zk_offsets, owned_offsets = read[g]
             mode = self._mode(g, g in mixed, bool(set(zk_offsets) - owned_offsets), pic)
@@ -205,6 +211,7 @@ class GroupStorageModes:
         owned: set[str],
         mine: set[str] = frozenset(),
         mixed: set[str] = frozenset(),
+        in_kafka: Mapping[str, Collection[TopicPartition]] | None = None,
     ) -> dict[str, tuple[dict[TopicPartition, int], set[TopicPartition]]]:
         """Every offset node of each group now (all groups pipelined together, each node
         read again only when its watch fired), and which ones are the bridge's. The
@@ -214,7 +221,9 @@ class GroupStorageModes:
         group's nodes are kept between ticks until a watch below it fires
         (``GroupReads.cached_offsets``): its old consumers commit all the time, but most
         ticks only some of them (decoded again every tick, twenty groups of old
-        consumers x 100 partitions were 45 % of the main thread in ``bench.fleet``)."""
+        consumers x 100 partitions were 45 % of the main thread in ``bench.fleet``).
+        Groups of ``mine`` with ``in_kafka`` (their partitions Kafka has offsets for) are
+        not even listed when the bridge knows them (``_told``)."""
 
         def known(group: str, path: str) -> tuple[bytes, int] | None:
             node = self.known.get(path) if group in mine and path in owned else None
@@ -226,6 +235,7 @@ class GroupStorageModes:
             for g in groups:
                 if g in mixed and (hit := memo.cached_offsets(g)) is not None:
                     kept[g] = hit
+        kept.update(self._told([g for g in groups if g not in kept], owned, mine, in_kafka or {}))
         unread = self._rooted([g for g in groups if g not in kept])
         # listed with the group's offsets dir: the topics of the group's owned nodes
         likely = owned_topic_dirs(unread, self.writer.ledger.owned.of_groups(unread))
@@ -241,6 +251,78 @@ class GroupStorageModes:
             g: (r.offsets, {tp for tp, path in r.paths.items() if path in owned})
             for g, r in kept.items()
         }
+
+    def _told(
+        self,
+        groups: list[str],
+        owned: set[str],
+        mine: set[str],
+        in_kafka: Mapping[str, Collection[TopicPartition]],
+    ) -> dict[str, OffsetsRead]:
+        """The offset nodes of kafka-mode groups no one shares, without listing them: the
+        bridge's own as it last wrote or read them (every one known), and those of the
+        partitions Kafka has offsets for but the bridge holds no node of, read exactly
+        (another's node there is weighed, as a listing would find it, I2). In kafka mode
+        a node of a partition Kafka has no offset for is never written, so it need not be
+        seen. A group's first commit after a cold start listed its nodes: at 10,000 groups
+        31 % of the commits' tick waited for that (py-spy). A node someone else deleted
+        or changed since fails the version-checked write and has its group read again;
+        the reconcile's pages verify them all."""
+        told = [g for g in groups if g in mine and g in in_kafka]
+        ledger = self.writer.ledger.owned
+        nodes: dict[str, dict[TopicPartition, str]] = {}
+        for g in told:
+            nodes[g] = owned_offset_paths(g, (p for p in ledger.of_groups([g]) if p in owned))
+        if not any(nodes.values()):
+            return {}
+        extra = {
+            zkpaths.offset_path(g, tp.topic, tp.partition): (g, tp)
+            for g in told
+            if nodes[g]
+            for tp in in_kafka[g]
+            if tp not in nodes[g]
+        }
+        found = self._read_others(sorted(extra)) if extra else {}
+        for path in found:
+            g, tp = extra[path]
+            nodes[g][tp] = path
+        out: dict[str, OffsetsRead] = {}
+        for g in told:
+            offsets = self._known_offsets(nodes[g], found) if nodes[g] else None
+            if offsets is not None:
+                out[g] = OffsetsRead(nodes[g], offsets)
+        return out
+
+    def _read_others(self, paths: list[str]) -> dict[str, Node]:
+        """Nodes at paths the bridge holds none of, read now (watched: a change is seen)."""
+        return self.tree.read_fresh(paths)
+
+    def _known_offsets(
+        self, paths: Mapping[TopicPartition, str], found: Mapping[str, Node]
+    ) -> dict[TopicPartition, int] | None:
+        """Each node's offset, from ``found`` or what the bridge knows; None when one is
+        not known or does not parse (the group is then listed and read as before)."""
+        out: dict[TopicPartition, int] = {}
+        for tp, path in paths.items():
+            node = found.get(path) or self.known.get(path)
+            if node is None:
+                return None
+            try:
+                out[tp] = zkpaths.decode_offset(node.data, path=path)
+            except zkpaths.ZkLayoutError:
+                return None
+        return out
+
+
+def owned_offset_paths(group: str, owned: Iterable[str]) -> dict[TopicPartition, str]:
+    """The offset nodes among ``owned`` paths of ``group``, by partition."""
+    out: dict[TopicPartition, str] = {}
+    for path in owned:
+        parts = path.split("/")
+        if len(parts) == 6 and parts[3] == "offsets" and parts[2] == group:
+            if (partition := parse_id(parts[5])) is not None:
+                out[TopicPartition(parts[4], partition)] = path
+    return out
 
 
 def owned_topic_dirs(groups: Iterable[str], owned: Iterable[str]) -> dict[str, set[str]]:

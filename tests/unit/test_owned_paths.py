@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.flows.group_modes import owned_topic_dirs
+from bridge.flows.group_modes import owned_offset_paths, owned_topic_dirs
 from bridge.zookeeper.owned_paths import OwnedPaths
+from zkpaths import TopicPartition
 
 segment = st.sampled_from(["consumers", "brokers", "g", "g1", "g10", "ids", "owners", "t", "0"])
 path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts))
@@ -92,3 +93,25 @@ def test_the_topics_of_a_groups_owned_offset_nodes():
     ]
     assert owned_topic_dirs(["g"], owned) == {"g": {"t", "u"}}
     assert owned_topic_dirs(["g", "h", "x"], owned) == {"g": {"t", "u"}, "h": {"w"}}
+
+
+def test_a_groups_owned_offset_nodes_by_partition():
+    """What ``_told`` takes from the ledger instead of a listing: the group's own offset
+    nodes, each by its partition; not its owners, ids, other groups' nodes or a name
+    that is no partition (such a node has the group listed and reported as before)."""
+    owned = [
+        "/consumers/g/offsets/t/0",
+        "/consumers/g/offsets/t/12",
+        "/consumers/g/offsets/u/0",
+        "/consumers/g/offsets/u/07",
+        "/consumers/g/owners/t/0",
+        "/consumers/g/ids/c1",
+        "/consumers/gg/offsets/t/1",
+        "/consumers/g/offsets/t",
+    ]
+    assert owned_offset_paths("g", owned) == {
+        TopicPartition("t", 0): "/consumers/g/offsets/t/0",
+        TopicPartition("t", 12): "/consumers/g/offsets/t/12",
+        TopicPartition("u", 0): "/consumers/g/offsets/u/0",
+    }
+    assert owned_offset_paths("x", owned) == {}
