@@ -378,7 +378,7 @@ class Bridge:
             if coexistence is not None
             else OffsetCommitter(self.admin, s.kafka.client_options(), txn_id)
         )
-        return GroupMirrorFlow(
+        flow = GroupMirrorFlow(
             self.zk,
             self.admin,
             writer,
@@ -392,6 +392,8 @@ class Bridge:
             follower=self._follower_of_offsets(),
             shares=self._fence,
         )
+        flow.overlap_writes = True
+        return flow
 
     def _follower_of_offsets(self) -> OffsetsLogFollower | None:
         """The groups flow's follower of ``__consumer_offsets`` (closed when leading ends);

@@ -55,16 +55,22 @@ def world(stack, zk: KazooClient, admin, topic_name):
     consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap_servers, group_id=group)
     _commit(consumer, topic, 5)
     follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
-    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
-    flow = GroupMirrorFlow(
-        zk, admin, writer, GroupFilter([group]), root=ROOT, follower=follower, committer=None
-    )
-    flow.resync()
+    flow = following_flow(zk, admin, group, follower)
     try:
         yield flow, consumer, group, topic
     finally:
         consumer.close()
         follower.close()
+
+
+def following_flow(zk: KazooClient, admin, group: str, follower) -> GroupMirrorFlow:
+    """A groups flow mirroring ``group`` alone, its commits followed by ``follower``."""
+    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
+    flow = GroupMirrorFlow(
+        zk, admin, writer, GroupFilter([group]), root=ROOT, follower=follower, committer=None
+    )
+    flow.resync()
+    return flow
 
 
 def _zk_offset(zk: KazooClient, group: str, topic: str) -> int | None:
@@ -208,12 +214,7 @@ def _ahead_world(stack, zk, admin, topic_name, group, topic):
     # its high watermark asked after each read (flows.read_marks) from any broker
     wait_for(lambda: known_everywhere(admin, copy, 1), 30, 0.1, f"{copy} everywhere")
     follower = OffsetsLogFollower(stack.bootstrap_servers, topic=copy, start="end", partitions=1)
-    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
-    flow = GroupMirrorFlow(
-        zk, admin, writer, GroupFilter([group]), root=ROOT, follower=follower, committer=None
-    )
-    flow.resync()
-    return flow, copy
+    return following_flow(zk, admin, group, follower), copy
 
 
 def _record_says(stack, copy: str, group: str, topic: str, offset: int) -> None:

@@ -19,16 +19,11 @@ from kazoo.client import KazooClient
 
 import zkpaths
 from bench import create_topic
-from bridge.flows.groups import GroupMirrorFlow
-from bridge.kafka.groups import GroupFilter
 from bridge.kafka.offsets_log import OffsetsLogFollower
-from bridge.zookeeper.fence import claim_epoch
-from bridge.zookeeper.writer import FencedWriter, Ledger
 from tests.conftest import wait_for
+from tests.integration.test_offsets_trigger import following_flow
 
 pytestmark = pytest.mark.integration
-
-ROOT = "/kzb"
 
 
 def _commit(consumer: KafkaConsumer, topic: str, offsets: dict[int, int]) -> None:
@@ -58,11 +53,7 @@ def world(stack, zk, admin, topic_name):
     create_topic(admin, topic, 3)
     consumer = KafkaConsumer(bootstrap_servers=stack.bootstrap_servers, group_id=group)
     follower = OffsetsLogFollower(stack.bootstrap_servers, start="end")
-    writer = FencedWriter(zk, claim_epoch(zk, f"{ROOT}/epoch", "t"), Ledger(ROOT))
-    flow = GroupMirrorFlow(
-        zk, admin, writer, GroupFilter([group]), root=ROOT, follower=follower, committer=None
-    )
-    flow.resync()
+    flow = following_flow(zk, admin, group, follower)
     try:
         _commit(consumer, topic, {0: 5})
         wait_for(lambda: flow.tick() >= 0 and _zk(zk, group, topic, 0) == 5, 30, 0.1, "5")
