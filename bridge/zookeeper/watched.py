@@ -368,26 +368,36 @@ class _Watched:
                 self._fired_count[event.path] = self._fired_count.get(event.path, 0) + 1
             elif not self._armed(event.path):
                 self._cache.pop(event.path, None)
-        if again and event.type == EventType.CHANGED:
-            self._refresh(event.path)
+        if again and event.type == EventType.CHANGED and self._refresh(event.path):
+            return  # on_change is told once the node was read again (``_refresh``)
         if self.on_change is not None:
             self.on_change(event.path)
 
-    def _refresh(self, path: str) -> None:
+    def _refresh(self, path: str) -> bool:
         """Read a changed node again now, on kazoo's thread, if ``refresh`` says so (an old
         consumer's offset node: its commit is read by the next tick, which found it read
         already, not a hundred round trips it waited for; the bridge's own nodes are not
         read again: their data is what it wrote). The answer is kept as :meth:`_read`
         keeps one (not after a fire since it was sent); a tick asking meanwhile takes this
-        read instead of sending another."""
+        read instead of sending another. ``on_change`` is told when the answer came (or
+        failed), not at the fire: the tick it wakes finds the node read, instead of waiting
+        for it (a mixed group's commits, 28 % of the old consumers' ticks in bench.fleet).
+        Returns whether the node is read again."""
         if self.refresh is None or not self.refresh(path):
-            return
+            return False
         with self._lock:
             mark = (self._fired_count.get(path, 0), self._cleared)
             result = self._send(path)
             self._refreshing[path] = (result, mark)
 
         def landed(done: Any) -> None:
+            try:
+                keep(done)
+            finally:  # told in every case: the tick reads what it needs
+                if self.on_change is not None:
+                    self.on_change(path)
+
+        def keep(done: Any) -> None:
             with self._lock:
                 if self._refreshing.get(path, (None,))[0] is not done:
                     return  # taken by a tick's read, which keeps it
@@ -404,6 +414,7 @@ class _Watched:
                     self._cache[path] = answer
 
         result.rawlink(landed)
+        return True
 
 
 class WatchedChildren(_Watched):

@@ -280,6 +280,25 @@ def test_a_node_someone_else_changed_is_read_again_before_it_is_asked_for(zk, ot
     assert _kept(data, "/consumers/g/offsets/t/1") is None
 
 
+@pytest.mark.parametrize("refresh", [True, False], ids=["refreshed", "negative-control"])
+def test_a_node_read_again_wakes_the_tick_once_read(zk, other, refresh):
+    """The tick an old consumer's commit wakes finds the node read already: with
+    ``refresh``, ``on_change`` is told when the read's answer came, holding the commit.
+    Negative control: without it, told at the fire, with nothing held (the tick reads)."""
+    zk.create(OFFSET, b"1", makepath=True)
+    data = WatchedData(zk)
+    if refresh:
+        data.refresh = lambda path: path == OFFSET
+    assert data.get([OFFSET])[OFFSET][0] == b"1"
+    held_when_told: list[bytes | None] = []
+    data.on_change = lambda path: held_when_told.append(_kept(data, path))
+    other.set(OFFSET, b"2")
+    wait_for(lambda: held_when_told, 10, 0.01, "on_change told")
+    assert held_when_told == [b"2" if refresh else None]
+    assert data.get([OFFSET])[OFFSET][0] == b"2"
+    assert data.listed == (1 if refresh else 2)
+
+
 def _kept(data: WatchedData, path: str) -> bytes | None:
     """What the cache holds for ``path`` now, without reading (None: nothing)."""
     with data._lock:
