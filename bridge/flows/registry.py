@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from kafka import KafkaAdminClient
@@ -25,11 +27,14 @@ from bridge.decide.registry import (
 )
 from bridge.decide.topic_presence import TopicPresence
 from bridge.kafka.cluster import Quorum, read_brokers, read_cluster, still_listed
-from bridge.kafka.views import ClusterView
+from bridge.kafka.views import BrokerView, ClusterView
 from bridge.metrics import METRICS
 from bridge.zookeeper.writer import BatchRejected, FencedWriter, children, read_nodes
 
 log = logging.getLogger(__name__)
+
+#: a read answered longer ago than this (the flow ran elsewhere meanwhile) is read again
+STALE_READ_S = 5.0
 
 
 def read_registry(client: KazooClient, extra: set[str]) -> dict[str, Node]:
@@ -101,6 +106,11 @@ class RegistryFlow:
         self.refused: str | None = None
         self.presence = TopicPresence()
         self._reported: set[str] = set()
+        #: set by the service: Kafka is then read off the flows' thread (``_read``)
+        self.wake: Callable[[], None] | None = None
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="registry-read")
+        self._reading: tuple[Future, float] | None = None
+        self._primed = False  # read inline since the last resync
 
     def owned(self) -> set[str]:
         """The registry's owned nodes (from the ledger's index, not a pass over every
@@ -110,11 +120,19 @@ class RegistryFlow:
     def resync(self) -> None:
         self.writer.ledger.load(self.zk, SCOPE)
         self.known = read_registry(self.zk, self.owned())
+        self._reading, self._primed = None, False  # the next tick reads at once (``_read``)
+
+    def close(self) -> None:
+        self._reading = None
+        self._reader.shutdown(wait=False)
 
     def tick(self) -> int:
         """Mirror once; returns the number of znode writes made."""
-        cluster = read_cluster(self.admin, self.security_protocol, self.quorum)
-        view = self._published(self._debounced(cluster))
+        read = self._read()
+        if read is None:
+            return 0
+        cluster, legacy = read
+        view = self._published(self._debounced(cluster), legacy)
         owned = self.owned()
         decision = decide_registry(
             view,
@@ -148,16 +166,47 @@ class RegistryFlow:
         METRICS.writes.labels(flow=self.name).inc(len(plan.ops))
         return len(plan.ops)
 
-    def _published(self, view: ClusterView) -> ClusterView:
+    def _read(self) -> tuple[ClusterView, dict[int, BrokerView] | None] | None:
+        """The cluster (and the legacy listener's brokers, if configured). Run by the
+        service (``wake`` set), read off the flows' thread: this tick starts the read and
+        the one its answer wakes takes it (None until then); the registry's requests held
+        the flows' one thread, and every commit waiting with it, for a fifth of the old
+        consumers' phase in ``bench.fleet`` (py-spy). Without ``wake``, and in the first
+        tick after a resync (a term's start: the registry is written before the groups,
+        so the brokers and topics old consumers look up are there first), read now."""
+        if self.wake is None or not self._primed:
+            self._primed = True
+            return self._read_now()
+        if self._reading is not None:
+            future, started = self._reading
+            if not future.done():
+                return None
+            self._reading = None
+            if time.monotonic() - started <= STALE_READ_S:
+                return future.result()  # raises as the read did: the tick failed
+        future = self._reader.submit(self._read_now)
+        self._reading = (future, time.monotonic())
+        wake = self.wake
+        future.add_done_callback(lambda _: wake())
+        return None
+
+    def _read_now(self) -> tuple[ClusterView, dict[int, BrokerView] | None]:
+        cluster = read_cluster(self.admin, self.security_protocol, self.quorum)
+        if self.gateway is None and self.legacy_admin is not None:
+            return cluster, read_brokers(self.legacy_admin, "PLAINTEXT")
+        return cluster, None
+
+    def _published(self, view: ClusterView, legacy: dict[int, BrokerView] | None) -> ClusterView:
         """``view`` with the endpoints /brokers/ids publishes: the gateway's, the legacy
-        listener's, or (neither configured) the ones the bridge connects through."""
+        listener's (``legacy``, read with the view), or (neither configured) the ones
+        the bridge connects through."""
         if self.gateway is not None:
             view = with_gateway_endpoints(
                 view, gateway_endpoints(self.gateway, sorted(view.brokers))
             )
             where = "in the legacy gateway"
-        elif self.legacy_admin is not None:
-            view = with_legacy_endpoints(view, read_brokers(self.legacy_admin, "PLAINTEXT"))
+        elif self.legacy_admin is not None and legacy is not None:
+            view = with_legacy_endpoints(view, legacy)
             where = "on the legacy listener"
         else:
             return view

@@ -96,6 +96,7 @@ class OwnedTree:
         if landing is None or (groups is not None and landing[1].isdisjoint(groups)):
             return
         self._landing = None
+        self.writer.in_flight = None
         sent, _, desired, scope = landing
         try:
             self.writer.finish(sent, self.known)
@@ -235,6 +236,7 @@ class OwnedTree:
         """The term ended: no page's read is compared after this, and a deferred write's
         answers are not taken (the flow and its known tree go with the term)."""
         self._landing = None
+        self.writer.in_flight = None
         self.verify_read.drop()
         self.verify_read.close()
 
@@ -270,6 +272,7 @@ class OwnedTree:
         self.verify_read.touched(written)
         if defer:
             self._landing = (self.writer.send(plan.ops), written, desired, scope)
+            self.writer.in_flight = self.land
             return len(plan.ops)
         try:
             self.writer.apply(plan.ops, self.known)

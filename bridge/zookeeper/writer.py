@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +187,10 @@ class FencedWriter:
         self.ledger = ledger
         self.stats = BatchStats()
         self.halted = halted
+        #: takes the answers of a write sent and not finished yet (``OwnedTree.land``), set
+        #: by whoever sent it: called before anything else is sent, so that no batch (the
+        #: registry flow's, on the same writer) is built on a ledger without its markers
+        self.in_flight: Callable[[], None] | None = None
 
     @property
     def session_id(self) -> int:
@@ -209,6 +213,9 @@ class FencedWriter:
         built meanwhile would not know the markers these create)."""
         if self.halted is not None and self.halted.is_set():
             raise Fenced("the bridge is stopping: nothing more is written")
+        if self.in_flight is not None:  # another write's answers first
+            land, self.in_flight = self.in_flight, None
+            land()
         if self.shares is not None:  # every share held, checked before a batch is sent
             self.shares.epochs_for([op.path for op in ops])
         pending: set[str] = set()

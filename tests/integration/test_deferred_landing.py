@@ -13,10 +13,10 @@ import pytest
 from kazoo.client import KazooClient
 
 import zkpaths
-from bridge.decide.plan import Desired
+from bridge.decide.plan import Create, Desired
 from bridge.zookeeper.fence import claim_epoch
 from bridge.zookeeper.owned import OwnedTree
-from bridge.zookeeper.writer import FencedWriter, Ledger
+from bridge.zookeeper.writer import BatchRejected, FencedWriter, Ledger
 
 pytestmark = pytest.mark.integration
 
@@ -88,3 +88,29 @@ def test_a_deferred_batch_refused_is_retried_group_by_group(zk, tree, topic_name
         assert data == value
         assert owned.known[path].version == stat.version  # known agrees with ZooKeeper
     assert not reports  # a refused batch is retried, not reported as a conflict
+
+
+@pytest.mark.parametrize("lands", [True, False], ids=["landed", "negative-control"])
+def test_another_write_on_the_writer_lands_the_deferred_one_first(zk, tree, topic_name, lands):
+    """The registry flow writes with the same writer: its batch is sent only after the
+    groups flow's deferred write landed (``FencedWriter.in_flight``), so neither is built
+    on a ledger without the other's markers. Control: left in flight, the registry's
+    batch is refused (what a bridge logged at every term's start: "registry batch
+    rejected (Create /brokers rejected: NodeExistsError)")."""
+    owned, _ = tree
+    a = topic_name("a")
+    owned.write(_desired(a, {0: 5}), set(), set(), {a}, defer=True)
+    if not lands:
+        owned.writer.in_flight = None
+    registry: dict = {}
+    ops = [Create("/brokers", b""), Create("/brokers/ids", b"")]
+    if not lands:
+        with pytest.raises(BatchRejected, match="NodeExists"):
+            owned.writer.apply(ops, registry)
+        return
+    owned.writer.apply(ops, registry)
+    path = zkpaths.offset_path(a, "t", 0)
+    assert owned._landing is None
+    assert path in owned.known and path in owned.writer.ledger.owned
+    assert "/brokers/ids" in registry and "/brokers/ids" in owned.writer.ledger.owned
+    assert zk.get(path)[0] == b"5"
