@@ -478,7 +478,10 @@ class Bridge:
                 started = time.monotonic()
                 with METRICS.tick_seconds.labels(flow=flow.name).time():
                     try:
-                        if flow.tick():  # it wrote: the pass read Kafka at ``started``
+                        written = flow.tick()
+                        if getattr(flow, "awaiting", False):
+                            continue  # its read in flight: the tick it wakes says how it went
+                        if written:  # it wrote: the pass read Kafka at ``started``
                             METRICS.mirror_lag.labels(flow=flow.name).observe(
                                 time.monotonic() - started
                             )

@@ -122,6 +122,12 @@ class RegistryFlow:
         self.known = read_registry(self.zk, self.owned())
         self._reading, self._primed = None, False  # the next tick reads at once (``_read``)
 
+    @property
+    def awaiting(self) -> bool:
+        """A read is in flight (``_read``): the tick that started it neither succeeded nor
+        failed; the one its answer wakes says which (the service's streaks, ``/readyz``)."""
+        return self._reading is not None
+
     def close(self) -> None:
         self._reading = None
         self._reader.shutdown(wait=False)
